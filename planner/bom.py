@@ -1,0 +1,108 @@
+"""Bill of materials: what one server, one rack and one network fabric cost and draw.
+
+Rules (used by the optimiser, the verifier and the reports alike):
+- A pool is servers of one chassis, one GPU type and one scale-out fabric.
+- A server's price is its chassis plus its GPUs; its scale-out NICs are network items.
+- Prices are whole dollars: the optimiser, the verifier and the purchase list use the same.
+- Racks are homogeneous: one pool per rack, as many servers as fit by units and power.
+- Each fabric is a non-blocking leaf/spine network: one switch while the ports fit;
+  beyond that leaves with half their ports down, and spines for the uplinks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.catalog import Catalog
+from planner.schema.catalog import Fabric, ServerChassis
+
+
+@dataclass(frozen=True, order=True)
+class PoolKey:
+    server: str
+    gpu: str
+    fabric: str
+
+    def label(self) -> str:
+        return f"{self.server}/{self.gpu}/{self.fabric}"
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    key: PoolKey
+    chassis: ServerChassis
+    gpus_per_server: int
+    server_price_usd: float
+    server_power_w: float  # chassis + GPUs
+    nics_per_server: int
+    nic_price_usd: float
+    nic_power_w: float
+    rack_units: int
+
+    @property
+    def power_w(self) -> float:
+        """IT power of one server with its NICs (what a rack and the site must supply)."""
+        return self.server_power_w + self.nics_per_server * self.nic_power_w
+
+
+def pool_spec(catalog: Catalog, key: PoolKey) -> PoolSpec:
+    chassis = catalog.servers[key.server]
+    gpu = catalog.gpus[key.gpu]
+    fabric = catalog.fabrics[key.fabric]
+    n = chassis.gpus_per_server
+    nics = chassis.scaleout_nics if fabric.kind != "none" else 0
+    return PoolSpec(
+        key=key,
+        chassis=chassis,
+        gpus_per_server=n,
+        server_price_usd=float(round(chassis.base_price.usd + n * catalog.gpu_price_usd(key.gpu))),
+        server_power_w=chassis.base_power_w + n * gpu.tdp_w,
+        nics_per_server=nics,
+        nic_price_usd=float(round(fabric.nic_price.usd)) if fabric.nic_price else 0.0,
+        nic_power_w=fabric.nic_power_w,
+        rack_units=chassis.rack_units,
+    )
+
+
+def per_rack(units: int, power_w: float, rack_units: int, rack_power_kw: float) -> int:
+    """How many identical items fit one rack by units and by power."""
+    if units <= 0 or power_w <= 0:
+        return 0
+    return max(0, min(rack_units // units, int(rack_power_kw * 1000 // power_w)))
+
+
+def racks_needed(count: int, fit: int) -> int:
+    if count == 0:
+        return 0
+    return math.ceil(count / fit)
+
+
+@dataclass(frozen=True)
+class Network:
+    ports: int
+    leaves: int
+    spines: int
+    cables: int
+
+    @property
+    def switches(self) -> int:
+        return self.leaves + self.spines
+
+
+def max_ports(fabric: Fabric) -> int:
+    """Two tiers of radix-R switches connect at most R * R / 2 ports non-blocking."""
+    r = fabric.switch_radix
+    return r * (r // 2)
+
+
+def network_for(fabric: Fabric, ports: int) -> Network:
+    """The cheapest non-blocking leaf/spine network for ``ports`` NIC ports."""
+    r = fabric.switch_radix
+    if ports == 0 or fabric.kind == "none":
+        return Network(ports, 0, 0, 0)
+    if ports <= r:
+        return Network(ports, 1, 0, ports)
+    leaves = math.ceil(ports / (r // 2))
+    spines = math.ceil(leaves / 2)
+    return Network(ports, leaves, spines, ports + leaves * (r // 2))

@@ -1,0 +1,160 @@
+"""The bundled catalogs, loaded once, with name lookup and a problem's overrides.
+
+Catalog files ship inside the package (``planner/catalogs``), so ``planner``
+finds them from any working directory and after a non-editable install.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import ValidationError
+
+from planner.errors import CatalogError, InputError
+from planner.schema.catalog import (
+    EfficiencyFile,
+    Fabric,
+    FabricsFile,
+    Gpu,
+    GpusFile,
+    LlmModel,
+    ModelsFile,
+    Rack,
+    ServerChassis,
+    ServersFile,
+)
+
+T = TypeVar("T")
+# libyaml's safe loader where the wheel has it: catalogs are read on every run.
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def suggest(name: str, choices: list[str]) -> str | None:
+    """A "did you mean" hint, or None."""
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.5)
+    if not close:
+        return None
+    return "did you mean " + " or ".join(repr(lowered[c]) for c in close) + "?"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpus: dict[str, Gpu]
+    servers: dict[str, ServerChassis]
+    fabrics: dict[str, Fabric]
+    models: dict[str, LlmModel]
+    efficiency: EfficiencyFile
+    rack: Rack
+    price_overrides_usd: dict[str, float] = field(default_factory=dict)
+
+    def gpu(self, name: str) -> Gpu:
+        return _lookup(self.gpus, name, "GPU")
+
+    def model(self, name: str) -> LlmModel:
+        return _lookup(self.models, name, "model")
+
+    def fabric(self, name: str) -> Fabric:
+        return _lookup(self.fabrics, name, "fabric")
+
+    def find_gpu_id(self, name: str) -> str | None:
+        return _find(self.gpus, name)
+
+    def find_model_id(self, name: str) -> str | None:
+        return _find(self.models, name)
+
+    def gpu_price_usd(self, gpu_id: str) -> float:
+        return self.price_overrides_usd.get(gpu_id, self.gpus[gpu_id].price.usd)
+
+    def gpu_price_is_quote(self, gpu_id: str) -> bool:
+        return gpu_id in self.price_overrides_usd
+
+    def restricted(
+        self,
+        exclude: list[str] | None = None,
+        vendors: list[str] | None = None,
+        prices_usd: dict[str, float] | None = None,
+    ) -> Catalog:
+        """A copy without excluded GPUs (and servers left empty), with price quotes applied."""
+        excluded = {self.gpu(n).id for n in exclude or []}
+        gpus = {
+            k: g
+            for k, g in self.gpus.items()
+            if k not in excluded and (vendors is None or g.vendor in vendors)
+        }
+        servers = {}
+        for key, chassis in self.servers.items():
+            kept = [g for g in chassis.gpus if g in gpus]
+            if kept:
+                servers[key] = chassis.model_copy(update={"gpus": kept})
+        prices = {self.gpu(n).id: float(v) for n, v in (prices_usd or {}).items()}
+        return replace(self, gpus=gpus, servers=servers, price_overrides_usd=prices)
+
+
+def _find(table: dict[str, T], name: str) -> str | None:
+    lowered = name.lower()
+    for key in table:
+        if key.lower() == lowered:
+            return key
+    return None
+
+
+def _lookup(table: dict[str, T], name: str, what: str) -> T:
+    key = _find(table, name)
+    if key is None:
+        raise InputError(f"unknown {what} {name!r}", hint=suggest(name, list(table)))
+    return table[key]
+
+
+def _read(name: str, model: type[T]) -> T:
+    ref = resources.files("planner") / "catalogs" / name
+    try:
+        data: Any = yaml.load(ref.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
+        return model.model_validate(data)  # type: ignore[attr-defined,no-any-return]
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise CatalogError(f"bundled catalog {name} is invalid: {exc}") from exc
+
+
+def _index(items: list[T], what: str) -> dict[str, T]:
+    out: dict[str, T] = {}
+    for item in items:
+        key = item.id  # type: ignore[attr-defined]
+        if key.lower() in {k.lower() for k in out}:
+            raise CatalogError(f"duplicate {what} id {key!r} in the catalog")
+        out[key] = item
+    return out
+
+
+@functools.cache
+def load_catalog() -> Catalog:
+    gpus = _index(_read("gpus.yaml", GpusFile).gpus, "GPU")
+    servers_file = _read("servers.yaml", ServersFile)
+    servers = _index(servers_file.servers, "server")
+    fabrics = _index(_read("fabrics.yaml", FabricsFile).fabrics, "fabric")
+    models = _index(_read("models.yaml", ModelsFile).models, "model")
+    efficiency = _read("efficiency.yaml", EfficiencyFile)
+    catalog = Catalog(gpus, servers, fabrics, models, efficiency, servers_file.rack)
+    _check_consistent(catalog)
+    return catalog
+
+
+def _check_consistent(catalog: Catalog) -> None:
+    """Cross-file checks: a GPU nobody can house, or a generation without factors, is a data bug."""
+    housed = {g for s in catalog.servers.values() for g in s.gpus}
+    for key, chassis in catalog.servers.items():
+        for gpu_id in chassis.gpus:
+            if gpu_id not in catalog.gpus:
+                raise CatalogError(f"server {key} lists unknown GPU {gpu_id!r}")
+    for key, gpu in catalog.gpus.items():
+        if key not in housed:
+            raise CatalogError(f"GPU {key} is in no server chassis")
+        if gpu.generation not in catalog.efficiency.generations:
+            raise CatalogError(f"GPU {key}: generation {gpu.generation!r} has no efficiency entry")
+    if "none" not in catalog.fabrics:
+        raise CatalogError("fabrics.yaml needs the 'none' fabric (single server)")
+

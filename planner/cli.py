@@ -1,0 +1,215 @@
+"""The command line: parse arguments, call the pipeline, print, choose the exit code.
+
+Exit codes: 0 a plan was found; 1 no feasible plan exists; 2 the input is wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from planner.errors import CatalogError, InputError, PlannerError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="What GPUs, network and racks to buy, at the lowest multi-year cost, and why.",
+)
+estimate_app = typer.Typer(no_args_is_help=True, help="The performance model on its own.")
+app.add_typer(estimate_app, name="estimate")
+
+# Piped output gets a fixed width, so tables do not wrap at 80 columns in logs.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, highlight=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_errors(fn: F) -> F:
+    """Users see one clear line and an exit code, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (InputError, CatalogError) as exc:
+            err.print(f"[bold red]error:[/bold red] {exc}", markup=True, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except PlannerError as exc:
+            err.print(f"[bold red]error:[/bold red] {exc}", soft_wrap=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+ProblemArg = Annotated[Path, typer.Argument(help="problem file (YAML)", show_default=False)]
+
+
+@app.command()
+@user_errors
+def solve(
+    problem: ProblemArg,
+    json_path: Annotated[str | None, typer.Option("--json", help="write the plan as JSON ('-' for stdout)")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="write the purchase list as CSV")] = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", min=0.01, help="solver limit in deterministic seconds")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no terminal summary")] = False,
+) -> None:
+    """Find the lowest-TCO plan that meets every target and limit."""
+    from planner.pipeline import plan_problem
+    from planner.problem_io import load_problem
+    from planner.report.files import atomic_write_text
+    from planner.report.tables import plan_json, purchase_csv
+    from planner.report.terminal import print_plan
+
+    loaded = load_problem(problem)
+    plan = plan_problem(loaded, time_limit)
+    to_stdout = json_path == "-"
+    if not quiet and not to_stdout:
+        print_plan(plan, out)
+    elif plan.status == "infeasible" and to_stdout:
+        from planner.report.terminal import print_infeasible
+
+        print_infeasible(plan, err)
+    if json_path and not to_stdout:
+        atomic_write_text(json_path, plan_json(plan))
+    if csv_path:
+        atomic_write_text(csv_path, purchase_csv(plan))
+    if to_stdout:
+        sys.stdout.write(plan_json(plan))
+    if plan.verification:
+        err.print("[bold red]internal error:[/bold red] the verifier rejected the plan (see above)")
+        raise typer.Exit(3)
+    raise typer.Exit(1 if plan.status == "infeasible" else 0)
+
+
+@app.command()
+@user_errors
+def validate(problem: ProblemArg) -> None:
+    """Check a problem file: schema, names, references. Exit 0 or 2."""
+    from planner.catalog import load_catalog
+    from planner.problem_io import check_references, load_problem
+
+    loaded = load_problem(problem)
+    check_references(loaded, load_catalog())
+    p = loaded.problem
+    out.print(f"{problem}: ok ({len(p.training)} training jobs, {len(p.inference)} inference services)")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the problem file."""
+    from planner.schema.problem import Problem
+
+    sys.stdout.write(json.dumps(Problem.model_json_schema(), indent=2) + "\n")
+
+
+@app.command()
+@user_errors
+def catalog(
+    table: Annotated[str, typer.Argument(help="gpus | servers | fabrics | models")] = "gpus",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """What the planner knows, with sources."""
+    from planner.report.catalog_view import show_catalog
+
+    show_catalog(table, as_json, out)
+
+
+@app.command()
+@user_errors
+def options(
+    problem: ProblemArg,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Per workload, every GPU option: feasible with its figures, or why not."""
+    from planner.pipeline import prepare
+    from planner.problem_io import load_problem
+    from planner.report.options_view import options_json, print_options
+
+    ctx = prepare(load_problem(problem))
+    if as_json:
+        sys.stdout.write(json.dumps(options_json(ctx), indent=2) + "\n")
+    else:
+        print_options(ctx, out)
+
+
+@estimate_app.command("inference")
+@user_errors
+def estimate_inference_cmd(
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    model: Annotated[str | None, typer.Option(help="model name from catalogs/models.yaml")] = None,
+    params_b: Annotated[float | None, typer.Option("--params-b", min=0.001, help="dense model of this size")] = None,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs per replica (tensor parallel)")] = 1,
+    precision: Annotated[str, typer.Option(help="fp32|bf16|fp16|fp8|int8|int4|fp4")] = "bf16",
+    input_tokens: Annotated[int, typer.Option(min=1)] = 1024,
+    output_tokens: Annotated[int, typer.Option(min=1)] = 256,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="fixed batch")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(min=0.001, help="largest batch meeting this TPOT")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(min=0.001, help="and this TTFT")] = None,
+    server: Annotated[str | None, typer.Option(help="server chassis id (sets the GPU link)")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Throughput and latency of one replica."""
+    from planner.estimate import run_inference_estimate
+
+    result = run_inference_estimate(
+        gpu=gpu, model=model, params_b=params_b, gpus=gpus, precision=precision, input_tokens=input_tokens,
+        output_tokens=output_tokens, concurrency=concurrency, tpot_ms=tpot_ms, ttft_ms=ttft_ms, server=server,
+    )
+    _print_result(result, as_json)
+
+
+@estimate_app.command("training")
+@user_errors
+def estimate_training_cmd(
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    tokens: Annotated[float, typer.Option(min=1, help="tokens to train on")],
+    model: Annotated[str | None, typer.Option(help="model name from catalogs/models.yaml")] = None,
+    params_b: Annotated[float | None, typer.Option("--params-b", min=0.001, help="dense model of this size")] = None,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job")] = 8,
+    precision: Annotated[str, typer.Option(help="bf16 | fp8")] = "bf16",
+    method: Annotated[str, typer.Option(help="full | lora | qlora")] = "full",
+    fabric: Annotated[str | None, typer.Option(help="scale-out fabric id (default: ib-ndr beyond one server)")] = None,
+    seq_len: Annotated[int, typer.Option(min=1)] = 4096,
+    server: Annotated[str | None, typer.Option(help="server chassis id")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Memory, time and MFU of one training job."""
+    from planner.estimate import run_training_estimate
+
+    result = run_training_estimate(
+        gpu=gpu, tokens=tokens, model=model, params_b=params_b, gpus=gpus, precision=precision, method=method,
+        fabric=fabric, seq_len=seq_len, server=server,
+    )
+    _print_result(result, as_json)
+
+
+def _print_result(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        return
+    for key, value in result.items():
+        if isinstance(value, float):
+            value = f"{value:,.4g}"
+        out.print(f"{key:>28}: {value}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""`planner estimate`: the performance model called directly, from names on the command line."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from planner.catalog import Catalog, load_catalog, suggest
+from planner.errors import InputError
+from planner.options import link_for
+from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.precision import BYTES
+from planner.perf.shapes import ModelShape, shape_of
+from planner.perf.training import TrainingQuery, estimate_training
+from planner.schema.catalog import Gpu, ServerChassis
+from planner.schema.problem import InlineModel
+
+
+def _shape(catalog: Catalog, model: str | None, params_b: float | None) -> ModelShape:
+    if (model is None) == (params_b is None):
+        raise InputError("give exactly one of --model NAME or --params-b SIZE", key="--model")
+    if model is not None:
+        if catalog.find_model_id(model) is None:
+            raise InputError(f"unknown model {model!r}", key="--model", hint=suggest(model, list(catalog.models)))
+        return shape_of(model, catalog)
+    return shape_of(InlineModel(params_b=params_b), catalog)  # type: ignore[arg-type]
+
+
+def _gpu(catalog: Catalog, name: str) -> Gpu:
+    found = catalog.find_gpu_id(name)
+    if found is None:
+        raise InputError(f"unknown GPU {name!r}", key="--gpu", hint=suggest(name, list(catalog.gpus)))
+    return catalog.gpus[found]
+
+
+def _server(catalog: Catalog, gpu: Gpu, gpus: int, name: str | None) -> ServerChassis:
+    """The named chassis, else the one with the fastest GPU link that holds the GPUs."""
+    if name is not None:
+        chassis = catalog.servers.get(name)
+        if chassis is None:
+            raise InputError(f"unknown server {name!r}", key="--server", hint=suggest(name, list(catalog.servers)))
+        if gpu.id not in chassis.gpus:
+            raise InputError(f"server {name} does not take {gpu.id}", key="--server")
+        return chassis
+    fits = [s for s in catalog.servers.values() if gpu.id in s.gpus]
+    return max(fits, key=lambda s: (link_for(s, gpu, min(gpus, s.gpus_per_server)).gb_per_s_one_way,
+                                    s.gpus_per_server, s.id))
+
+
+def _precision(value: str, allowed: tuple[str, ...]) -> str:
+    p = value.lower()
+    if p not in allowed:
+        raise InputError(f"unknown precision {value!r}", key="--precision", hint=f"one of {', '.join(allowed)}")
+    return p
+
+
+def run_inference_estimate(
+    *, gpu: str, model: str | None, params_b: float | None, gpus: int, precision: str, input_tokens: int,
+    output_tokens: int, concurrency: int | None, tpot_ms: float | None, ttft_ms: float | None, server: str | None,
+) -> dict[str, Any]:
+    catalog = load_catalog()
+    shape = _shape(catalog, model, params_b)
+    g = _gpu(catalog, gpu)
+    chassis = _server(catalog, g, gpus, server)
+    if gpus > chassis.gpus_per_server:
+        raise InputError(
+            f"a replica is at most one server: {chassis.id} holds {chassis.gpus_per_server} x {g.id}", key="--gpus"
+        )
+    q = InferenceQuery(
+        model=shape, gpu=g, gpus=gpus, precision=_precision(precision, tuple(BYTES)), input_tokens=input_tokens,
+        output_tokens=output_tokens, link=link_for(chassis, g, gpus), concurrency=concurrency, tpot_ms=tpot_ms,
+        ttft_ms=ttft_ms,
+    )
+    eff = catalog.efficiency
+    est = estimate_inference(q, eff.generations[g.generation], eff.serving)
+    return {"model": shape.name, "gpu": g.id, "gpus": gpus, "server": chassis.id, "precision": q.precision,
+            "input_tokens": input_tokens, "output_tokens": output_tokens, **est.to_dict()}
+
+
+def run_training_estimate(
+    *, gpu: str, tokens: float, model: str | None, params_b: float | None, gpus: int, precision: str,
+    method: str, fabric: str | None, seq_len: int, server: str | None,
+) -> dict[str, Any]:
+    catalog = load_catalog()
+    shape = _shape(catalog, model, params_b)
+    g = _gpu(catalog, gpu)
+    chassis = _server(catalog, g, gpus, server)
+    per = chassis.gpus_per_server
+    if gpus > per and gpus % per:
+        raise InputError(f"a job beyond one server uses whole servers: a multiple of {per}", key="--gpus")
+    if method not in ("full", "lora", "qlora"):
+        raise InputError(f"unknown method {method!r}", key="--method", hint="one of full, lora, qlora")
+    fab = catalog.fabric(fabric) if fabric else catalog.fabrics["ib-ndr" if gpus > per else "none"]
+    q = TrainingQuery(
+        model=shape, gpu=g, gpus=gpus, tokens=tokens, precision=_precision(precision, ("bf16", "fp8")),
+        method=method, fabric=fab, gpus_per_server=per, gpu_link=link_for(chassis, g, min(gpus, per)).kind,
+        seq_len=seq_len,
+    )
+    eff = catalog.efficiency
+    est = estimate_training(q, eff.generations[g.generation], eff.training, eff.serving.memory_reserve_fraction)
+    return {"model": shape.name, "gpu": g.id, "gpus": gpus, "servers": math.ceil(gpus / per), "server": chassis.id,
+            "fabric": fab.id, "precision": q.precision, "method": method, "tokens": tokens, **est.to_dict()}

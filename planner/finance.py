@@ -1,0 +1,141 @@
+"""TCO arithmetic: the one place that turns prices and watts into money over time.
+
+Conventions (pinned by tests):
+- Capex is paid at year 0 and is not discounted.
+- Opex of year k (k = 1..horizon) is paid at the end of year k and divided by
+  (1 + discount_rate)^k: year-1 opex is discounted once, not zero times.
+- Energy per year = IT nameplate kW x utilization x 8760 h x price per kWh x PUE.
+- Colocation per year = IT nameplate kW x price per kW-month x 12.
+- Maintenance per year = maintenance_rate x capex of servers and network (racks
+  are furniture: no maintenance contract).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.schema.problem import Problem
+
+HOURS_PER_YEAR = 8760.0
+CATEGORIES = ("server", "network", "rack")
+MAINTAINED = frozenset({"server", "network"})
+
+
+@dataclass(frozen=True)
+class Rates:
+    horizon_years: int
+    discount_rate: float
+    electricity_usd_per_kwh: float
+    pue: float
+    colocation_usd_per_kw_month: float
+    maintenance_rate: float
+    utilization: float
+
+    @classmethod
+    def of(cls, problem: Problem) -> Rates:
+        f = problem.finance
+        return cls(
+            horizon_years=problem.horizon_years,
+            discount_rate=f.discount_rate,
+            electricity_usd_per_kwh=f.electricity_usd_per_kwh,
+            pue=f.pue,
+            colocation_usd_per_kw_month=f.colocation_usd_per_kw_month,
+            maintenance_rate=f.maintenance_rate,
+            utilization=f.utilization,
+        )
+
+    def discount_factor(self, year: int) -> float:
+        return 1.0 / (1.0 + self.discount_rate) ** year
+
+    @property
+    def annuity(self) -> float:
+        """Present value of 1 USD paid at the end of each year 1..horizon."""
+        return sum(self.discount_factor(k) for k in range(1, self.horizon_years + 1))
+
+    def energy_usd_per_year(self, power_w: float) -> float:
+        kw = power_w / 1000
+        return kw * self.utilization * HOURS_PER_YEAR * self.electricity_usd_per_kwh * self.pue
+
+    def colocation_usd_per_year(self, power_w: float) -> float:
+        return power_w / 1000 * self.colocation_usd_per_kw_month * 12
+
+    def maintenance_usd_per_year(self, price_usd: float, category: str) -> float:
+        return self.maintenance_rate * price_usd if category in MAINTAINED else 0.0
+
+    def unit_tco_usd(self, price_usd: float, power_w: float, category: str) -> float:
+        """Present value over the horizon of buying and running one unit."""
+        yearly = (
+            self.energy_usd_per_year(power_w)
+            + self.colocation_usd_per_year(power_w)
+            + self.maintenance_usd_per_year(price_usd, category)
+        )
+        return price_usd + self.annuity * yearly
+
+
+@dataclass(frozen=True)
+class LineItem:
+    category: str  # server | network | rack
+    item: str
+    sku: str
+    quantity: int
+    unit_price_usd: float
+    unit_power_w: float
+    notes: str = ""
+    breakdown: str = ""  # which TCO bucket the capex goes to: servers | network | racks
+
+    @property
+    def extended_price_usd(self) -> float:
+        return self.quantity * self.unit_price_usd
+
+    @property
+    def power_w(self) -> float:
+        return self.quantity * self.unit_power_w
+
+
+@dataclass(frozen=True)
+class CashFlow:
+    year: int
+    capex_usd: float
+    opex_usd: float
+    discount_factor: float
+    present_value_usd: float
+
+
+@dataclass(frozen=True)
+class Money:
+    capex_usd: float
+    opex_usd_per_year: float
+    tco_usd: float
+    breakdown_usd: dict[str, float]
+    cash_flows: list[CashFlow]
+
+
+def summarize(items: list[LineItem], rates: Rates) -> Money:
+    capex = {"servers": 0.0, "network": 0.0, "racks": 0.0}
+    bucket = {"server": "servers", "network": "network", "rack": "racks"}
+    energy = colocation = maintenance = 0.0
+    for li in items:
+        capex[bucket[li.category]] += li.extended_price_usd
+        energy += li.quantity * rates.energy_usd_per_year(li.unit_power_w)
+        colocation += li.quantity * rates.colocation_usd_per_year(li.unit_power_w)
+        maintenance += li.quantity * rates.maintenance_usd_per_year(li.unit_price_usd, li.category)
+    capex_total = sum(capex.values())
+    opex_year = energy + colocation + maintenance
+    flows = [CashFlow(0, capex_total, 0.0, 1.0, capex_total)]
+    for k in range(1, rates.horizon_years + 1):
+        d = rates.discount_factor(k)
+        flows.append(CashFlow(k, 0.0, opex_year, d, opex_year * d))
+    a = rates.annuity
+    breakdown = {
+        **capex,
+        "energy": energy * a,
+        "colocation": colocation * a,
+        "maintenance": maintenance * a,
+    }
+    return Money(
+        capex_usd=capex_total,
+        opex_usd_per_year=opex_year,
+        tco_usd=sum(f.present_value_usd for f in flows),
+        breakdown_usd=breakdown,
+        cash_flows=flows,
+    )

@@ -1,0 +1,1 @@
+"""The CP-SAT model: integer counts, named constraints, TCO objective."""

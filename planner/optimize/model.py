@@ -1,0 +1,280 @@
+"""Build the CP-SAT model from the options and the problem's limits.
+
+Variables are integer counts per configuration (no per-server Booleans: no
+symmetry). Every constraint family has a stable name (``budget``,
+``site_power``, ``racks``, ``job:<name>:deadline``, ``service:<name>:rate``, ...)
+so the verifier, the explanations and the reports speak the same language.
+
+Numeric limits can be made elastic: ``relax`` names limits that get a
+non-negative slack variable, so a diagnosis can ask "how far must this move?".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from planner.bom import PoolKey, PoolSpec, max_ports, per_rack, pool_spec
+from planner.catalog import Catalog
+from planner.finance import Rates
+from planner.optimize import units as u
+from planner.options import InferenceOption, TrainingOption, WorkloadOptions
+from planner.schema.catalog import Fabric
+from planner.schema.problem import Problem
+
+
+@dataclass
+class PoolVars:
+    spec: PoolSpec
+    servers: cp_model.IntVar
+    racks: cp_model.IntVar
+    fit_per_rack: int
+
+
+@dataclass
+class FabricVars:
+    fabric: Fabric
+    ports: cp_model.LinearExpr
+    leaves: cp_model.IntVar
+    spines: cp_model.IntVar
+    uplinks: cp_model.IntVar
+    racks: cp_model.IntVar
+    fit_per_rack: int
+
+
+@dataclass
+class Built:
+    model: cp_model.CpModel
+    pools: dict[PoolKey, PoolVars] = field(default_factory=dict)
+    fabrics: dict[str, FabricVars] = field(default_factory=dict)
+    train: dict[str, list[tuple[TrainingOption, cp_model.IntVar]]] = field(default_factory=dict)
+    serve: dict[str, list[tuple[InferenceOption, cp_model.IntVar]]] = field(default_factory=dict)
+    starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    durations: dict[str, cp_model.LinearExpr] = field(default_factory=dict)
+    slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    capex: cp_model.LinearExpr = 0
+    it_power_w: cp_model.LinearExpr = 0
+    total_racks: cp_model.LinearExpr = 0
+    tco: cp_model.LinearExpr = 0
+
+
+def build(
+    problem: Problem,
+    catalog: Catalog,
+    workloads: list[WorkloadOptions],
+    relax: Collection[str] = (),
+) -> Built:
+    b = Built(cp_model.CpModel())
+    rates = Rates.of(problem)
+    _pools(b, problem, catalog, workloads)
+    _training(b, problem, workloads, relax)
+    _serving(b, problem, workloads, relax)
+    _gpu_use(b)
+    _network(b, problem, catalog)
+    _site(b, problem, catalog, relax)
+    _policy(b, problem, catalog)
+    b.tco = _objective(b, catalog, rates)
+    b.model.minimize(b.tco)
+    return b
+
+
+def _slack(b: Built, name: str, relax: Collection[str], ub: int) -> cp_model.LinearExpr:
+    if name not in relax:
+        return 0
+    s = b.model.new_int_var(0, max(0, ub), f"slack[{name}]")
+    b.slacks[name] = s
+    return s
+
+
+def _pools(b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions]) -> None:
+    from planner.options import pool_limit
+
+    keys = sorted(
+        {o.pool for w in workloads for o in w.training} | {o.pool for w in workloads for o in w.inference}
+    )
+    site = problem.site
+    for key in keys:
+        spec = pool_spec(catalog, key)
+        limit, _ = pool_limit(problem, catalog, key)
+        fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+        n = b.model.new_int_var(0, limit, f"servers[{key.label()}]")
+        r = b.model.new_int_var(0, math.ceil(limit / fit), f"racks[{key.label()}]")
+        # Homogeneous racks: each rack holds `fit` servers of this pool (rack_units, rack_power).
+        b.model.add(r * fit >= n).with_name(f"racks_for[{key.label()}]")
+        b.pools[key] = PoolVars(spec, n, r, fit)
+
+
+def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
+    m = b.model
+    horizon = u.days_up(problem.horizon_years * 365)
+    jobs = {j.name: j for j in problem.training}
+    for w in (w for w in workloads if w.kind == "training"):
+        xs = [(o, m.new_bool_var(f"train[{w.name}#{i}]")) for i, o in enumerate(w.training)]
+        b.train[w.name] = xs
+        m.add_exactly_one(x for _, x in xs).with_name(f"job:{w.name}:option")
+        b.durations[w.name] = sum(u.days_up(o.days) * x for o, x in xs)
+    for name, job in jobs.items():
+        latest = u.days_down(job.deadline_days)
+        b.starts[name] = m.new_int_var(u.days_up(job.release_day), max(horizon, latest), f"start[{name}]")
+    by_lower = {n.lower(): n for n in jobs}
+    for name, job in jobs.items():
+        for dep in job.after:
+            pred = by_lower[dep.lower()]
+            m.add(b.starts[name] >= b.starts[pred] + b.durations[pred]).with_name(f"job:{name}:after:{pred}")
+        s = _slack(b, f"job:{name}:deadline", relax, horizon * 10)
+        m.add(b.starts[name] + b.durations[name] <= u.days_down(job.deadline_days) + s).with_name(
+            f"job:{name}:deadline"
+        )
+
+
+def _serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
+    m = b.model
+    services = {s.name: s for s in problem.inference}
+    for w in (w for w in workloads if w.kind == "inference"):
+        svc = services[w.name]
+        need = u.rps_up(svc.requests_per_s)
+        reps = []
+        for i, o in enumerate(w.inference):
+            per = u.rps_down(o.rps_per_replica)
+            if per <= 0:
+                continue
+            ub = math.ceil(need / per) + svc.spare_replicas
+            reps.append((o, m.new_int_var(0, ub, f"replicas[{w.name}#{i}]"), per))
+        b.serve[w.name] = [(o, r) for o, r, _ in reps]
+        capacity = sum(per * r for _, r, per in reps)
+        s = _slack(b, f"service:{w.name}:rate", relax, need)
+        m.add(capacity + s >= need).with_name(f"service:{w.name}:rate")
+        if svc.spare_replicas:
+            # N+k: the demand is still met with k replicas of the largest kind in use down.
+            for o, r, per in reps:
+                used = m.new_bool_var(f"used[{w.name}#{o.pool.label()}/{o.precision}/tp{o.gpus_per_replica}]")
+                m.add(r == 0).only_enforce_if(~used)
+                m.add(capacity + s >= need + svc.spare_replicas * per).only_enforce_if(used).with_name(
+                    f"service:{w.name}:spare"
+                )
+
+
+def _gpu_use(b: Built) -> None:
+    use: dict[PoolKey, list[cp_model.LinearExpr]] = {k: [] for k in b.pools}
+    for xs in b.train.values():
+        for o, x in xs:
+            use[o.pool].append(o.gpus * x)
+    for rs in b.serve.values():
+        for o, r in rs:
+            use[o.pool].append(o.gpus_per_replica * r)
+    for key, terms in use.items():
+        p = b.pools[key]
+        # Sizes are powers of two dividing the server's GPU count, so a total that
+        # fits the GPUs always packs into whole servers.
+        b.model.add(sum(terms) <= p.spec.gpus_per_server * p.servers).with_name(f"gpus[{key.label()}]")
+
+
+def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
+    m = b.model
+    site = problem.site
+    for fid in sorted({k.fabric for k in b.pools}):
+        fabric = catalog.fabrics[fid]
+        if fabric.kind == "none":
+            continue
+        members = [p for k, p in b.pools.items() if k.fabric == fid]
+        ports = sum(p.spec.nics_per_server * p.servers for p in members)
+        r = fabric.switch_radix
+        cap = max_ports(fabric)
+        most = sum(p.spec.nics_per_server * p.servers.proto.domain[-1] for p in members)
+        hi = min(cap, most)
+        m.add(ports <= cap).with_name(f"fabric:{fid}:ports")
+        leaves = m.new_int_var(0, max(1, math.ceil(hi / (r // 2))), f"leaves[{fid}]")
+        spines = m.new_int_var(0, max(1, math.ceil(hi / r)), f"spines[{fid}]")
+        uplinks = m.new_int_var(0, leaves.proto.domain[-1] * (r // 2), f"uplinks[{fid}]")
+        two_tier = m.new_bool_var(f"two_tier[{fid}]")
+        m.add(leaves * r >= ports)
+        m.add(ports <= r).only_enforce_if(~two_tier)
+        m.add(spines == 0).only_enforce_if(~two_tier)
+        m.add(uplinks == 0).only_enforce_if(~two_tier)
+        m.add(leaves * (r // 2) >= ports).only_enforce_if(two_tier)
+        m.add(2 * spines >= leaves).only_enforce_if(two_tier)
+        m.add(uplinks == (r // 2) * leaves).only_enforce_if(two_tier)
+        fit = max(1, per_rack(fabric.switch_rack_units, fabric.switch_power_w, site.rack_units, site.rack_power_kw))
+        racks = m.new_int_var(0, math.ceil((leaves.proto.domain[-1] + spines.proto.domain[-1]) / fit), f"net_racks[{fid}]")
+        m.add(racks * fit >= leaves + spines).with_name(f"racks_for[{fid}]")
+        b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
+
+
+def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) -> None:
+    m = b.model
+    rack_price = u.usd(catalog.rack.price.usd)
+    capex = 0
+    power = 0
+    racks = 0
+    for p in b.pools.values():
+        capex += u.usd(p.spec.server_price_usd) * p.servers
+        capex += u.usd(p.spec.nic_price_usd) * p.spec.nics_per_server * p.servers
+        power += u.watts_up(p.spec.power_w) * p.servers
+        racks += p.racks
+    for f in b.fabrics.values():
+        fab = f.fabric
+        assert fab.switch_price and fab.cable_price
+        capex += u.usd(fab.switch_price.usd) * (f.leaves + f.spines)
+        capex += u.usd(fab.cable_price.usd) * (f.ports + f.uplinks)
+        power += u.watts_up(fab.switch_power_w) * (f.leaves + f.spines)
+        racks += f.racks
+    capex += rack_price * racks
+    b.capex, b.it_power_w, b.total_racks = capex, power, racks
+    fin, site = problem.finance, problem.site
+    if fin.budget_usd is not None:
+        limit = math.floor(fin.budget_usd * u.MONEY_PER_USD)
+        s = _slack(b, "budget", relax, limit * 1000)
+        m.add(capex <= limit + s).with_name("budget")
+    if site.power_kw is not None:
+        # IT watts x PUE (thousandths) <= site kW x 10^6: exact in integers.
+        pue = round(fin.pue * u.PUE_SCALE)
+        limit = math.floor(site.power_kw * 1000 * u.PUE_SCALE)
+        s = _slack(b, "site_power", relax, limit * 1000)
+        m.add(power * pue <= limit + s).with_name("site_power")
+    if site.racks is not None:
+        s = _slack(b, "racks", relax, 1_000_000)
+        m.add(racks <= site.racks + s).with_name("racks")
+
+
+def _policy(b: Built, problem: Problem, catalog: Catalog) -> None:
+    m = b.model
+    by_gpu: dict[str, list[PoolVars]] = {}
+    for key, p in b.pools.items():
+        by_gpu.setdefault(key.gpu, []).append(p)
+    stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
+    for gpu, units in sorted(stock.items()):
+        if gpu in by_gpu:
+            m.add(sum(p.spec.gpus_per_server * p.servers for p in by_gpu[gpu]) <= units).with_name(f"stock:{gpu}")
+    k = problem.policy.max_gpu_types
+    if k is not None:
+        used = []
+        for gpu, pools in sorted(by_gpu.items()):
+            flag = m.new_bool_var(f"gpu_type_used[{gpu}]")
+            for p in pools:
+                m.add(p.servers == 0).only_enforce_if(~flag)
+            used.append(flag)
+        m.add(sum(used) <= k).with_name("policy:max_gpu_types")
+
+
+def _objective(b: Built, catalog: Catalog, rates: Rates) -> cp_model.LinearExpr:
+    """TCO in whole dollars: each unit's price plus its discounted running costs."""
+
+    def unit(price: float, power_w: float, category: str) -> int:
+        return u.usd(rates.unit_tco_usd(round(price), power_w, category))
+
+    tco = 0
+    for p in b.pools.values():
+        s = p.spec
+        tco += unit(s.server_price_usd, s.server_power_w, "server") * p.servers
+        tco += unit(s.nic_price_usd, s.nic_power_w, "network") * s.nics_per_server * p.servers
+        tco += unit(catalog.rack.price.usd, 0, "rack") * p.racks
+    for f in b.fabrics.values():
+        fab = f.fabric
+        assert fab.switch_price and fab.cable_price
+        tco += unit(fab.switch_price.usd, fab.switch_power_w, "network") * (f.leaves + f.spines)
+        tco += unit(fab.cable_price.usd, 0, "network") * (f.ports + f.uplinks)
+        tco += unit(catalog.rack.price.usd, 0, "rack") * f.racks
+    return tco

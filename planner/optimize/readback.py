@@ -1,0 +1,147 @@
+"""Read a solved model back into plan rows: servers, jobs, replicas, purchase items."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.bom import network_for
+from planner.catalog import Catalog
+from planner.finance import LineItem
+from planner.optimize import units as u
+from planner.optimize.model import Built
+from planner.optimize.solve import Solved
+from planner.schema.plan import InferenceRow, ReplicaRow, ServerRow, TrainingRow
+from planner.schema.problem import Problem
+
+
+@dataclass
+class Readback:
+    servers: list[ServerRow]
+    training: list[TrainingRow]
+    inference: list[InferenceRow]
+    items: list[LineItem]
+    network: list[dict[str, object]]
+    racks: int
+    rack_units: int
+    max_rack_power_w: float
+    max_rack_units: int
+
+
+def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readback:
+    servers, items = [], []
+    racks = rack_units = 0
+    max_rack_w, max_rack_u = 0.0, 0
+    for key, p in b.pools.items():
+        n = s.value(p.servers)
+        if n == 0:
+            continue
+        spec = p.spec
+        pool_racks = s.value(p.racks)
+        racks += pool_racks
+        rack_units += n * spec.rack_units
+        in_one = min(n, p.fit_per_rack)
+        max_rack_w = max(max_rack_w, in_one * spec.power_w)
+        max_rack_u = max(max_rack_u, in_one * spec.rack_units)
+        servers.append(
+            ServerRow(
+                server=key.server, gpu=key.gpu, gpus_per_server=spec.gpus_per_server, fabric=key.fabric,
+                count=n, unit_price_usd=spec.server_price_usd, unit_power_w=spec.server_power_w, racks=pool_racks,
+            )
+        )
+        gpu = catalog.gpus[key.gpu]
+        price_note = (
+            "GPU price: your quote (catalog.prices_usd)"
+            if catalog.gpu_price_is_quote(key.gpu)
+            else f"estimate: GPU ${catalog.gpu_price_usd(key.gpu):,.0f} ({gpu.price.source.title}, {gpu.price.source.date})"
+        )
+        items.append(
+            LineItem(
+                "server", f"{spec.chassis.name} with {spec.gpus_per_server}x {gpu.name}",
+                f"{key.server}+{key.gpu}", n, spec.server_price_usd, spec.server_power_w,
+                f"{price_note}; chassis ${spec.chassis.base_price.usd:,.0f} estimate",
+            )
+        )
+    network = []
+    for fid, f in b.fabrics.items():
+        ports = s.value(f.ports)
+        if ports == 0:
+            continue
+        fab = f.fabric
+        assert fab.nic_price and fab.switch_price and fab.cable_price
+        net = network_for(fab, ports)
+        leaves, spines, uplinks = s.value(f.leaves), s.value(f.spines), s.value(f.uplinks)
+        cables = ports + uplinks
+        net_racks = s.value(f.racks)
+        racks += net_racks
+        rack_units += (leaves + spines) * fab.switch_rack_units
+        in_one = min(leaves + spines, f.fit_per_rack)
+        max_rack_w = max(max_rack_w, in_one * fab.switch_power_w)
+        max_rack_u = max(max_rack_u, in_one * fab.switch_rack_units)
+        network.append(
+            {"fabric": fid, "ports": ports, "leaves": leaves, "spines": spines, "cables": cables,
+             "racks": net_racks, "cheapest_design": [net.leaves, net.spines, net.cables]}
+        )
+        items += [
+            LineItem("network", f"{fab.name} NIC port", f"{fid}:nic", ports, float(round(fab.nic_price.usd)),
+                     fab.nic_power_w, f"estimate ({fab.nic_price.source.title})"),
+            LineItem("network", f"{fab.name} switch ({fab.switch_radix} ports)", f"{fid}:switch", leaves + spines,
+                     float(round(fab.switch_price.usd)), fab.switch_power_w,
+                     f"{leaves} leaf + {spines} spine; estimate ({fab.switch_price.source.title})"),
+            LineItem("network", f"{fab.name} cable/optics per link", f"{fid}:cable", cables,
+                     float(round(fab.cable_price.usd)), 0.0, f"estimate ({fab.cable_price.source.title})"),
+        ]
+    if racks:
+        items.append(
+            LineItem("rack", f"{problem.site.rack_units}U rack with PDUs", "rack", racks,
+                     float(round(catalog.rack.price.usd)), 0.0, f"estimate ({catalog.rack.price.source.title})")
+        )
+    return Readback(
+        servers=servers, training=_training(b, s, problem), inference=_inference(b, s, problem),
+        items=items, network=network, racks=racks, rack_units=rack_units,
+        max_rack_power_w=max_rack_w, max_rack_units=max_rack_u,
+    )
+
+
+def _training(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:
+    rows = []
+    for job in problem.training:
+        chosen = next(o for o, x in b.train[job.name] if s.value(x))
+        start = s.value(b.starts[job.name]) / u.TIME_PER_DAY
+        days = chosen.days
+        rows.append(
+            TrainingRow(
+                name=job.name, gpu=chosen.gpu, gpus=chosen.gpus, server=chosen.pool.server,
+                fabric=chosen.pool.fabric, days=round(days, 3), start_day=start,
+                end_day=round(start + u.days_up(days) / u.TIME_PER_DAY, 3), deadline_days=job.deadline_days,
+                precision=job.precision, method=job.method, mfu=round(chosen.estimate.mfu, 4),
+                tflops_per_gpu=round(chosen.estimate.tflops_per_gpu, 1),
+            )
+        )
+    return rows
+
+
+def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
+    rows = []
+    for svc in problem.inference:
+        reps = []
+        capacity = 0.0
+        for o, r in b.serve[svc.name]:
+            n = s.value(r)
+            if n == 0:
+                continue
+            rps = u.rps_down(o.rps_per_replica) / u.RATE_PER_RPS
+            capacity += n * rps
+            e = o.estimate
+            reps.append(
+                ReplicaRow(
+                    gpu=o.gpu, server=o.pool.server, gpus_per_replica=o.gpus_per_replica, precision=o.precision,
+                    count=n, rps_per_replica=rps, ttft_ms=round(e.ttft_ms, 1), tpot_ms=round(e.tpot_ms, 2),
+                    batch=e.batch,
+                )
+            )
+        model = svc.model if isinstance(svc.model, str) else f"dense-{svc.model.params_b:g}b"
+        rows.append(
+            InferenceRow(name=svc.name, model=model, required_rps=svc.requests_per_s,
+                         capacity_rps=round(capacity, 3), spare_replicas=svc.spare_replicas, replicas=reps)
+        )
+    return rows

@@ -1,0 +1,259 @@
+"""Every way each workload could be deployed: feasible options with their figures,
+and for every GPU that cannot serve a workload, the reason.
+
+An option fixes the GPU, the server chassis, the fabric, the precision and the
+parallelism; the optimiser only chooses how many of each to use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.bom import PoolKey, per_rack, pool_spec
+from planner.catalog import Catalog
+from planner.perf.inference import InferenceEstimate, InferenceQuery, Link, estimate_inference, max_tp_candidates
+from planner.perf.shapes import ModelShape, shape_of
+from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
+from planner.schema.catalog import Gpu, ServerChassis
+from planner.schema.problem import InferenceService, Problem, TrainingJob
+
+
+@dataclass(frozen=True)
+class InferenceOption:
+    service: str
+    pool: PoolKey
+    precision: str
+    gpus_per_replica: int
+    estimate: InferenceEstimate
+
+    @property
+    def gpu(self) -> str:
+        return self.pool.gpu
+
+    @property
+    def rps_per_replica(self) -> float:
+        """Planning capacity: the replica's throughput at the headroom utilisation."""
+        return self.estimate.planning_requests_per_s
+
+
+@dataclass(frozen=True)
+class TrainingOption:
+    job: str
+    pool: PoolKey
+    gpus: int
+    estimate: TrainingEstimate
+
+    @property
+    def gpu(self) -> str:
+        return self.pool.gpu
+
+    @property
+    def days(self) -> float:
+        return self.estimate.days
+
+
+@dataclass(frozen=True)
+class Rejection:
+    gpu: str
+    server: str
+    reason: str
+
+
+@dataclass
+class WorkloadOptions:
+    name: str
+    kind: str  # training | inference
+    shape: ModelShape
+    inference: list[InferenceOption] = field(default_factory=list)
+    training: list[TrainingOption] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.inference or self.training)
+
+    def reasons_by_gpu(self) -> dict[str, list[str]]:
+        usable = {o.gpu for o in self.inference} | {o.gpu for o in self.training}
+        out: dict[str, list[str]] = {}
+        for r in self.rejected:
+            if r.gpu not in usable and r.reason not in out.setdefault(r.gpu, []):
+                out[r.gpu].append(r.reason)
+        return out
+
+
+def link_for(chassis: ServerChassis, gpu: Gpu, gpus: int) -> Link:
+    """The link a group of ``gpus`` in one server talk over: NVLink-class inside its domain."""
+    fast = gpu.nvlink_gb_per_s > 0 and gpus <= gpu.nvlink_domain
+    if not fast:
+        return Link("pcie", gpu.host_link_gb_per_s)
+    kind = chassis.gpu_link if chassis.gpu_link != "pcie" else "nvlink"
+    return Link(kind, (chassis.gpu_link_gb_per_s or gpu.nvlink_gb_per_s) / 2)
+
+
+def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey) -> tuple[int, str]:
+    """An upper bound on servers in a pool from the site, budget and stock; 0 with a reason."""
+    spec = pool_spec(catalog, key)
+    site = problem.site
+    fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+    if fit == 0:
+        return 0, (
+            f"one {key.server} server ({spec.rack_units}U, {spec.power_w / 1000:.1f} kW) does not fit "
+            f"a {site.rack_units}U / {site.rack_power_kw:g} kW rack"
+        )
+    bounds = [catalog.efficiency.training.max_servers * 64]
+    if site.racks is not None:
+        bounds.append(site.racks * fit)
+    if site.power_kw is not None:
+        bounds.append(int(site.power_kw * 1000 / problem.finance.pue // spec.power_w))
+    if problem.finance.budget_usd is not None:
+        bounds.append(int(problem.finance.budget_usd // spec.server_price_usd))
+    stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
+    if key.gpu in stock:
+        bounds.append(stock[key.gpu] // spec.gpus_per_server)
+    limit = min(bounds)
+    if limit == 0:
+        return 0, f"not even one {key.server} server fits the site power, racks, budget or stock"
+    return limit, ""
+
+
+def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
+    limits: dict[PoolKey, tuple[int, str]] = {}
+
+    def limit(key: PoolKey) -> tuple[int, str]:
+        if key not in limits:
+            limits[key] = pool_limit(problem, catalog, key)
+        return limits[key]
+
+    dependents = {d.lower() for j in problem.training for d in j.after}
+    out = [
+        _training_options(job, problem, catalog, limit, job.name.lower() in dependents)
+        for job in problem.training
+    ]
+    out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
+    return out
+
+
+def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> WorkloadOptions:  # type: ignore[no-untyped-def]
+    shape = shape_of(svc.model, catalog)
+    wo = WorkloadOptions(svc.name, "inference", shape)
+    eff = catalog.efficiency
+    for chassis in catalog.servers.values():
+        for gpu_id in chassis.gpus:
+            gpu = catalog.gpus[gpu_id]
+            key = PoolKey(chassis.id, gpu_id, "none")
+            cap, why = limit(key)
+            if cap == 0:
+                wo.rejected.append(Rejection(gpu_id, chassis.id, why))
+                continue
+            found: list[InferenceOption] = []
+            for precision in svc.precisions:
+                for tp in max_tp_candidates(chassis.gpus_per_server):
+                    q = InferenceQuery(
+                        model=shape, gpu=gpu, gpus=tp, precision=precision,
+                        input_tokens=svc.input_tokens, output_tokens=svc.output_tokens,
+                        link=link_for(chassis, gpu, tp), tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms,
+                    )
+                    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+                    if est.fits:
+                        found.append(InferenceOption(svc.name, key, precision, tp, est))
+                    else:
+                        wo.rejected.append(Rejection(gpu_id, chassis.id, f"{precision} TP{tp}: {est.reason}"))
+            wo.inference.extend(_undominated(found))
+    return wo
+
+
+def _undominated(found: list[InferenceOption]) -> list[InferenceOption]:
+    """Drop an option when replicas of another option on the same pool, using the same GPUs,
+    serve at least as much (``b.tp / a.tp`` replicas of ``a`` replace one of ``b``)."""
+    keep = []
+    for b in found:
+        beaten = any(
+            a is not b
+            and b.gpus_per_replica % a.gpus_per_replica == 0
+            and (b.gpus_per_replica // a.gpus_per_replica) * a.rps_per_replica >= b.rps_per_replica
+            and (a.gpus_per_replica, -a.rps_per_replica, a.precision)
+            < (b.gpus_per_replica, -b.rps_per_replica, b.precision)
+            for a in found
+        )
+        if not beaten:
+            keep.append(b)
+    return keep
+
+
+def _training_options(job: TrainingJob, problem: Problem, catalog: Catalog, limit, has_dependents: bool) -> WorkloadOptions:  # type: ignore[no-untyped-def]
+    shape = shape_of(job.model, catalog)
+    wo = WorkloadOptions(job.name, "training", shape)
+    window = job.deadline_days - job.release_day
+    eff = catalog.efficiency
+    for chassis in catalog.servers.values():
+        for gpu_id in chassis.gpus:
+            gpu = catalog.gpus[gpu_id]
+            for fabric in catalog.fabrics.values():
+                if fabric.kind != "none" and chassis.scaleout_nics == 0:
+                    continue
+                key = PoolKey(chassis.id, gpu_id, fabric.id)
+                cap, why = limit(key)
+                if cap == 0:
+                    wo.rejected.append(Rejection(gpu_id, chassis.id, why))
+                    continue
+                if fabric.kind == "none":
+                    sizes = gpu_counts(chassis.gpus_per_server, 1)
+                else:
+                    sizes = [chassis.gpus_per_server * k for k in range(2, cap + 1)]
+
+                def estimate(n: int, chassis=chassis, gpu=gpu, fabric=fabric) -> TrainingEstimate:  # type: ignore[no-untyped-def]
+                    q = TrainingQuery(
+                        model=shape, gpu=gpu, gpus=n, tokens=job.tokens, precision=job.precision,
+                        method=job.method, fabric=fabric, gpus_per_server=chassis.gpus_per_server,
+                        gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
+                        seq_len=job.seq_len, mfu=job.mfu,
+                    )
+                    return estimate_training(q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction)
+
+                chosen, reason = _smallest_in_time(sizes, estimate, window)
+                if chosen is None:
+                    if sizes:
+                        wo.rejected.append(Rejection(gpu_id, chassis.id, f"{fabric.id}: {reason}"))
+                    continue
+                picks = [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
+                for n in picks:
+                    est = estimate(n)
+                    if est.fits and est.days <= window:
+                        wo.training.append(TrainingOption(job.name, key, n, est))
+    return wo
+
+
+def _smallest_in_time(sizes: list[int], estimate, window: float) -> tuple[int | None, str]:  # type: ignore[no-untyped-def]
+    """The smallest size that fits in memory and finishes within the window.
+
+    Larger jobs finish sooner (scaling losses are small per doubling), so the
+    search is a binary search over the sorted sizes.
+    """
+    if not sizes:
+        return None, "no job size available"
+    largest = estimate(sizes[-1])
+    if not largest.fits:
+        return None, largest.reason
+    if largest.days > window:
+        return None, f"{largest.days:.1f} days even on {sizes[-1]} GPUs > {window:g}-day window"
+    lo, hi = 0, len(sizes) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        e = estimate(sizes[mid])
+        if e.fits and e.days <= window:
+            hi = mid
+        else:
+            lo = mid + 1
+    return sizes[lo], ""
+
+
+def _faster_sizes(chosen: int, sizes: list[int]) -> list[int]:
+    """Larger sizes for jobs others wait on: finishing sooner gives successors time."""
+    wanted = {math.ceil(chosen * f) for f in (1.25, 1.5, 2.0, 3.0, 4.0)}
+    out = []
+    for target in sorted(wanted):
+        bigger = [s for s in sizes if s >= target]
+        if bigger and bigger[0] not in out and bigger[0] != chosen:
+            out.append(bigger[0])
+    return out

@@ -1,0 +1,228 @@
+"""Inference per replica: memory fit, decode step, prefill, TTFT/TPOT, throughput.
+
+The model (see shared/design/modelling.md):
+
+- weights ``W = params * bytes``; KV per token ``2 * layers * kv_heads * head_dim * bytes``;
+- a replica of ``t`` GPUs fits ``B`` sequences when ``W + B * ctx * kv <= t * usable``;
+- a decode step reads the weights it needs and every sequence's KV once, or is
+  limited by FLOPs, whichever is slower, plus two all-reduces per layer over the
+  in-server link when ``t > 1``;
+- continuous batching: each step also prefills the requests that replace the
+  ones that finished (``B / output_tokens`` per step), so TPOT and throughput
+  both include the prefill work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from planner.perf.precision import compute_precision, kv_bytes, weight_bytes
+from planner.perf.shapes import ModelShape
+from planner.schema.catalog import Gpu, GenerationEfficiency, ServingAssumptions
+
+
+@dataclass(frozen=True)
+class Link:
+    """The in-server GPU-to-GPU link a tensor-parallel replica uses."""
+
+    kind: str  # nvlink | pcie | infinity-fabric | hccs | ethernet
+    gb_per_s_one_way: float
+
+
+@dataclass(frozen=True)
+class InferenceQuery:
+    model: ModelShape
+    gpu: Gpu
+    gpus: int
+    precision: str
+    input_tokens: int
+    output_tokens: int
+    link: Link
+    concurrency: int | None = None
+    tpot_ms: float | None = None
+    ttft_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class InferenceEstimate:
+    fits: bool
+    reason: str = ""
+    batch: int = 0
+    output_tokens_per_s: float = 0.0
+    output_tokens_per_s_per_gpu: float = 0.0
+    ttft_ms: float = 0.0
+    tpot_ms: float = 0.0
+    requests_per_s: float = 0.0
+    planning_requests_per_s: float = 0.0
+    weights_gb: float = 0.0
+    kv_gb_per_request: float = 0.0
+    max_batch_by_memory: int = 0
+    bound: str = ""  # memory or compute, for the decode step at the chosen batch
+    factors: dict[str, float | str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class _Replica:
+    """Precomputed constants for one (model, GPU, TP, precision) replica; times in seconds."""
+
+    def __init__(self, q: InferenceQuery, gen: GenerationEfficiency, s: ServingAssumptions) -> None:
+        self.q, self.gen, self.s = q, gen, s
+        compute = compute_precision(q.gpu, q.precision)
+        assert compute is not None
+        self.compute = compute
+        m, t = q.model, q.gpus
+        self.weights_bytes = m.params_b * 1e9 * weight_bytes(q.precision, s.int4_overhead)
+        self.active_bytes = self.weights_bytes * m.active_params_b / m.params_b
+        self.kv_per_token = m.kv_bytes_per_token(kv_bytes(q.precision, compute))
+        self.ctx_avg = q.input_tokens + q.output_tokens / 2  # paged KV: mean occupancy
+        self.ctx_max = q.input_tokens + q.output_tokens
+        self.usable_bytes = t * q.gpu.memory_gb * 1e9 * (1 - s.memory_reserve_fraction)
+        self.bw = t * q.gpu.memory_bandwidth_gb_per_s * 1e9 * gen.bandwidth_eff
+        self.flops = t * q.gpu.tflops_dense[compute] * 1e12 * gen.compute_eff
+        self.hidden = m.hidden_size
+
+    def max_batch_by_memory(self) -> int:
+        spare = self.usable_bytes - self.weights_bytes
+        if spare < self.ctx_max * self.kv_per_token:
+            return 0
+        return int(spare // (self.ctx_avg * self.kv_per_token))
+
+    def _allreduce_s(self, tokens: float) -> float:
+        t = self.q.gpus
+        if t == 1:
+            return 0.0
+        lat = self.s.link_latency_us.get(self.q.link.kind, 25.0) * 1e-6
+        msg = 2 * (t - 1) / t * tokens * self.hidden * 2  # ring all-reduce of 16-bit activations
+        per_layer = 2 * (lat + msg / (self.q.link.gb_per_s_one_way * 1e9 * self.s.link_eff))
+        return self.q.model.layers * per_layer
+
+    def weights_read(self, batch: int) -> float:
+        m = self.q.model
+        if m.experts <= 1:
+            return self.weights_bytes
+        # MoE: each token touches k of E experts; a batch touches the union.
+        touched = 1 - (1 - m.experts_per_token / m.experts) ** batch
+        expert_bytes = self.weights_bytes - self.active_bytes
+        return self.active_bytes + expert_bytes * touched
+
+    def step_s(self, batch: int) -> tuple[float, str]:
+        m = self.q.model
+        mem = (self.weights_read(batch) + batch * self.ctx_avg * self.kv_per_token) / self.bw
+        attn = 4 * m.layers * self.ctx_avg * m.hidden_size * batch
+        comp = (2 * m.active_params_b * 1e9 * batch + attn) / self.flops
+        overhead = self.s.step_overhead_ms * 1e-3
+        return max(mem, comp) + self._allreduce_s(batch) + overhead, "memory" if mem >= comp else "compute"
+
+    def prefill_s(self) -> float:
+        m, n = self.q.model, self.q.input_tokens
+        flops = 2 * m.active_params_b * 1e9 * n + 2 * m.layers * n * n * m.hidden_size
+        return max(flops / self.flops, self.weights_read(n) / self.bw) + self._allreduce_s(n)
+
+    def iteration_s(self, batch: int) -> float:
+        # Each step admits batch/output new requests; their prefill shares the step.
+        return self.step_s(batch)[0] + batch / self.q.output_tokens * self.prefill_s()
+
+    def ttft_s(self, batch: int) -> float:
+        return self.prefill_s() + self.iteration_s(batch)
+
+
+def estimate_inference(
+    q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions
+) -> InferenceEstimate:
+    compute = compute_precision(q.gpu, q.precision)
+    if compute is None:
+        return InferenceEstimate(
+            fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores"
+        )
+    r = _Replica(q, gen, serving)
+    base = {
+        "weights_gb": r.weights_bytes / 1e9,
+        "kv_gb_per_request": r.ctx_max * r.kv_per_token / 1e9,
+        "factors": _factors(r),
+    }
+    by_memory = min(r.max_batch_by_memory(), serving.max_batch)
+    if by_memory < 1:
+        need = (r.weights_bytes + r.ctx_max * r.kv_per_token) / 1e9
+        return InferenceEstimate(
+            fits=False,
+            reason=(
+                f"needs {need:.1f} GB for weights and one request's KV cache; "
+                f"{q.gpus} x {q.gpu.id} offer {r.usable_bytes / 1e9:.1f} GB usable"
+            ),
+            **base,
+        )
+    batch, reason = _choose_batch(r, q, by_memory)
+    if batch < 1:
+        return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
+    it = r.iteration_s(batch)
+    rps = batch / q.output_tokens / it
+    return InferenceEstimate(
+        fits=True,
+        batch=batch,
+        output_tokens_per_s=batch / it,
+        output_tokens_per_s_per_gpu=batch / it / q.gpus,
+        ttft_ms=r.ttft_s(batch) * 1e3,
+        tpot_ms=it * 1e3,
+        requests_per_s=rps,
+        planning_requests_per_s=rps * serving.headroom,
+        max_batch_by_memory=by_memory,
+        bound=r.step_s(batch)[1],
+        **base,
+    )
+
+
+def _choose_batch(r: _Replica, q: InferenceQuery, by_memory: int) -> tuple[int, str]:
+    """The concurrency asked for, else the largest batch meeting the latency targets."""
+    if q.concurrency is not None:
+        if q.concurrency > by_memory:
+            return 0, f"concurrency {q.concurrency} needs more KV cache than fits (at most {by_memory})"
+        return q.concurrency, ""
+
+    def ok(b: int) -> bool:
+        if q.tpot_ms is not None and r.iteration_s(b) * 1e3 > q.tpot_ms:
+            return False
+        return not (q.ttft_ms is not None and r.ttft_s(b) * 1e3 > q.ttft_ms)
+
+    if not ok(1):
+        tpot1, ttft1 = r.iteration_s(1) * 1e3, r.ttft_s(1) * 1e3
+        if q.tpot_ms is not None and tpot1 > q.tpot_ms:
+            return 0, f"misses TPOT: {tpot1:.1f} ms at batch 1 > target {q.tpot_ms:g} ms"
+        return 0, f"misses TTFT: {ttft1:.0f} ms at batch 1 > target {q.ttft_ms:g} ms"
+    lo, hi = 1, by_memory  # latency grows with batch: binary search the largest that passes
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, ""
+
+
+def _factors(r: _Replica) -> dict[str, float | str]:
+    return {
+        "generation": r.q.gpu.generation,
+        "compute_precision": r.compute,
+        "bandwidth_eff": r.gen.bandwidth_eff,
+        "compute_eff": r.gen.compute_eff,
+        "memory_reserve_fraction": r.s.memory_reserve_fraction,
+        "headroom": r.s.headroom,
+        "link": r.q.link.kind,
+        "link_gb_per_s": r.q.link.gb_per_s_one_way,
+    }
+
+
+def max_tp_candidates(gpus_per_server: int) -> list[int]:
+    """Tensor-parallel degrees within one server: powers of two that divide it."""
+    out, t = [], 1
+    while t <= gpus_per_server:
+        if gpus_per_server % t == 0:
+            out.append(t)
+        t *= 2
+    return out
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and math.log2(n).is_integer()

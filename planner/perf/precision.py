@@ -1,0 +1,33 @@
+"""Precisions: bytes per weight, and which tensor-core precision a GPU computes them in."""
+
+from __future__ import annotations
+
+from planner.schema.catalog import Gpu
+
+BYTES: dict[str, float] = {
+    "fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "fp4": 0.5,
+}
+
+
+def compute_precision(gpu: Gpu, weights: str) -> str | None:
+    """The tensor-core precision used for ``weights`` on ``gpu``, or None if unsupported.
+
+    Weight-only int4 dequantises to 16-bit and runs on any GPU; every other
+    precision needs tensor-core support on the GPU itself.
+    """
+    flops = gpu.tflops_dense
+    if weights == "int4":
+        return "bf16" if "bf16" in flops else "fp16"
+    return weights if weights in flops else None
+
+
+def kv_bytes(weights: str, compute: str) -> float:
+    """KV-cache bytes per value: 8-bit where the engine computes in 8 bits or fewer."""
+    if compute in {"fp8", "fp4", "int8"}:
+        return 1.0
+    return 4.0 if compute == "fp32" else 2.0
+
+
+def weight_bytes(weights: str, int4_overhead: float) -> float:
+    """Bytes per parameter; int4 pays for its group scales and zero points."""
+    return BYTES[weights] * (int4_overhead if weights == "int4" else 1.0)

@@ -1,0 +1,173 @@
+"""Training per job: FLOPs, memory per GPU, MFU, scaling by link and fabric, days.
+
+- FLOPs: ``6 * active_params * tokens`` plus causal attention ``6 * layers * seq * hidden``
+  per token; LoRA/QLoRA skip the frozen weights' gradients (a catalog factor, ~2/3).
+- Memory per GPU, fully sharded (ZeRO-3/FSDP) over all ``G`` GPUs:
+  full = 16 bytes/param (bf16 weights and grads, fp32 master, Adam m and v);
+  LoRA = 2 bytes/param frozen; QLoRA = 4-bit frozen; plus checkpointed activations.
+- Time: ``FLOPs / (G * peak * MFU * scaling)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from planner.perf.shapes import ModelShape
+from planner.schema.catalog import Fabric, GenerationEfficiency, Gpu, TrainingAssumptions
+
+_ADAPTER_SHARE = 0.01  # LoRA adapters as a share of the base parameters (rank ~16-64)
+_STATE_BYTES = {"full": 16.0, "lora": 2.0, "qlora": 0.5 * 1.07}
+_SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class TrainingQuery:
+    model: ModelShape
+    gpu: Gpu
+    gpus: int
+    tokens: float
+    precision: str = "bf16"
+    method: str = "full"
+    fabric: Fabric | None = None  # None or kind "none": one server
+    gpus_per_server: int = 8
+    gpu_link: str = "nvlink"
+    seq_len: int = 4096
+    mfu: float | None = None  # the user's override
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    fits: bool
+    reason: str = ""
+    min_gpus: int = 0
+    days: float = 0.0
+    mfu: float = 0.0
+    tflops_per_gpu: float = 0.0
+    total_flops: float = 0.0
+    memory_per_gpu_gb: float = 0.0
+    scaling: float = 0.0
+    factors: dict[str, float | str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def training_flops(model: ModelShape, tokens: float, method: str, seq_len: int, lora_factor: float) -> float:
+    dense = 6 * model.active_params_b * 1e9
+    attention = 6 * model.layers * seq_len * model.hidden_size
+    full = (dense + attention) * tokens
+    return full if method == "full" else full * lora_factor
+
+
+def _state_bytes(q: TrainingQuery) -> float:
+    """Weights, gradients and optimizer state of the whole job, before sharding."""
+    params = q.model.params_b * 1e9
+    state = params * _STATE_BYTES[q.method]
+    if q.method != "full":
+        state += params * _ADAPTER_SHARE * _STATE_BYTES["full"]
+    return state
+
+
+def memory_per_gpu_bytes(q: TrainingQuery, t: TrainingAssumptions) -> float:
+    m = q.model
+    state = _state_bytes(q)
+    # Tensor parallelism inside a fast-linked server divides the activations.
+    tp = min(q.gpus, q.gpus_per_server, 8) if q.gpu_link != "pcie" else 1
+    activations = q.seq_len * m.layers * m.hidden_size * t.activation_bytes_per_token_layer_hidden / tp
+    return state / q.gpus + activations
+
+
+def precision_mfu(gpu: Gpu, gen: GenerationEfficiency, precision: str) -> tuple[str, float] | None:
+    """The compute precision and MFU for a training precision, or None if unsupported."""
+    options = [precision] if precision != "bf16" else ["bf16", "fp16"]
+    for p in options:
+        if p in gpu.tflops_dense and p in gen.mfu:
+            return p, gen.mfu[p]
+    return None
+
+
+def scaling(q: TrainingQuery, t: TrainingAssumptions) -> float:
+    servers = math.ceil(q.gpus / q.gpus_per_server)
+    share = 1.0
+    if q.gpus > 1 and q.gpu_link == "pcie":
+        share *= t.pcie_multi_gpu_scaling
+    if servers > 1 and q.fabric is not None:
+        share *= q.fabric.training_scaling * (1 - t.scale_decay_per_doubling) ** math.log2(servers)
+    return share
+
+
+def estimate_training(
+    q: TrainingQuery, gen: GenerationEfficiency, t: TrainingAssumptions, memory_reserve: float
+) -> TrainingEstimate:
+    chosen = precision_mfu(q.gpu, gen, q.precision)
+    if chosen is None:
+        return TrainingEstimate(fits=False, reason=f"{q.gpu.id} cannot train in {q.precision}")
+    compute, mfu = chosen
+    if q.mfu is not None:
+        mfu = q.mfu
+    if q.method == "qlora":
+        mfu *= t.qlora_mfu_factor
+    servers = math.ceil(q.gpus / q.gpus_per_server)
+    fabric_kind = q.fabric.kind if q.fabric else "none"
+    if servers > 1 and fabric_kind == "none":
+        return TrainingEstimate(fits=False, reason=f"{q.gpus} GPUs span {servers} servers: needs a scale-out fabric")
+    flops = training_flops(q.model, q.tokens, q.method, q.seq_len, t.lora_flops_factor)
+    usable = q.gpu.memory_gb * 1e9 * (1 - memory_reserve)
+    mem = memory_per_gpu_bytes(q, t)
+    min_gpus = minimum_gpus(q, t, usable)
+    factors: dict[str, float | str] = {
+        "generation": q.gpu.generation,
+        "compute_precision": compute,
+        "mfu": mfu,
+        "fabric": q.fabric.id if q.fabric else "none",
+        "gpu_link": q.gpu_link,
+    }
+    if mem > usable:
+        return TrainingEstimate(
+            fits=False,
+            reason=f"needs {mem / 1e9:.1f} GB per GPU at {q.gpus} GPUs; {q.gpu.id} offers {usable / 1e9:.1f} GB usable",
+            min_gpus=min_gpus,
+            total_flops=flops,
+            memory_per_gpu_gb=mem / 1e9,
+            factors=factors,
+        )
+    share = scaling(q, t)
+    achieved = q.gpu.tflops_dense[compute] * 1e12 * mfu * share
+    days = flops / (q.gpus * achieved) / _SECONDS_PER_DAY
+    return TrainingEstimate(
+        fits=True,
+        min_gpus=min_gpus,
+        days=days,
+        mfu=mfu * share,
+        tflops_per_gpu=achieved / 1e12,
+        total_flops=flops,
+        memory_per_gpu_gb=mem / 1e9,
+        scaling=share,
+        factors=factors,
+    )
+
+
+def gpu_counts(gpus_per_server: int, max_servers: int) -> list[int]:
+    """Job sizes: powers of two inside one server, then whole servers."""
+    inside = [n for n in (1, 2, 4, 8, 16, 32, 64) if n < gpus_per_server and gpus_per_server % n == 0]
+    return inside + [gpus_per_server * k for k in range(1, max_servers + 1)]
+
+
+def minimum_gpus(q: TrainingQuery, t: TrainingAssumptions, usable_bytes: float) -> int:
+    """The smallest job size whose memory per GPU fits (0 if none up to the size cap)."""
+    inside = gpu_counts(q.gpus_per_server, 0)
+    for n in inside:
+        if memory_per_gpu_bytes(replace(q, gpus=n), t) <= usable_bytes:
+            return n
+    # Whole servers: activations no longer shrink, so solve state / G + act <= usable for G.
+    whole = replace(q, gpus=q.gpus_per_server)
+    act = memory_per_gpu_bytes(whole, t) - _state_bytes(q) / q.gpus_per_server
+    if act >= usable_bytes:
+        return 0
+    servers = max(1, math.ceil(_state_bytes(q) / (usable_bytes - act) / q.gpus_per_server))
+    while servers <= t.max_servers:
+        if memory_per_gpu_bytes(replace(q, gpus=servers * q.gpus_per_server), t) <= usable_bytes:
+            return servers * q.gpus_per_server
+        servers += 1  # rounding guard; one step at most in practice
+    return 0

@@ -1,0 +1,151 @@
+"""One problem in, one plan out: load -> options -> CP-SAT -> plan -> verify."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.catalog import Catalog, load_catalog
+from planner.constraints import constraint_rows
+from planner.errors import PlannerError
+from planner.finance import Rates, summarize
+from planner.optimize.model import Built, build
+from planner.optimize.readback import read_back
+from planner.optimize.solve import solve
+from planner.options import WorkloadOptions, build_options
+from planner.problem_io import LoadedProblem, check_references
+from planner.schema.plan import CashFlowRow, Plan, PurchaseRow
+from planner.schema.problem import Problem
+
+
+@dataclass
+class Context:
+    """Everything derived from a problem before the solver runs."""
+
+    problem: Problem
+    catalog: Catalog
+    workloads: list[WorkloadOptions]
+
+
+def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
+    base = base or load_catalog()
+    check_references(loaded, base)
+    p = loaded.problem
+    catalog = base.restricted(p.catalog.exclude, p.policy.vendors, p.catalog.prices_usd)
+    return Context(p, catalog, build_options(p, catalog))
+
+
+def plan_problem(loaded: LoadedProblem, time_limit_s: float | None = None, base: Catalog | None = None) -> Plan:
+    ctx = prepare(loaded, base)
+    return plan_context(ctx, time_limit_s)
+
+
+def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
+    from planner.diagnose import diagnose, no_option_diagnosis
+    from planner.verify import verify
+
+    p = ctx.problem
+    empty = [w for w in ctx.workloads if not w.feasible]
+    if empty:
+        return _infeasible(p, no_option_diagnosis(ctx, empty))
+    built = build(p, ctx.catalog, ctx.workloads)
+    solved = solve(built.model, time_limit_s)
+    if solved.status == "infeasible":
+        return _infeasible(p, diagnose(ctx, time_limit_s))
+    if solved.status not in ("optimal", "feasible"):
+        raise PlannerError(
+            "the solver found no plan within its time limit and could not prove that none exists; "
+            "raise --time-limit"
+        )
+    plan = _plan(ctx, built, solved)
+    plan.verification = verify(p, ctx.catalog, plan)
+    return plan
+
+
+def _infeasible(problem: Problem, diagnosis) -> Plan:  # type: ignore[no-untyped-def]
+    return Plan(problem=problem.name, status="infeasible", gap=None, diagnosis=diagnosis,
+                assumptions=_finance_assumptions(problem))
+
+
+def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untyped-def]
+    p, catalog = ctx.problem, ctx.catalog
+    rb = read_back(built, solved, p, catalog)
+    rates = Rates.of(p)
+    money = summarize(rb.items, rates)
+    it_w = sum(li.power_w for li in rb.items)
+    gpus: dict[str, int] = {}
+    for row in rb.servers:
+        gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
+    step_usd = max((r.unit_price_usd for r in rb.servers), default=0.0)
+    step_kw = max((r.unit_power_w for r in rb.servers), default=0.0) / 1000 * p.finance.pue
+    constraints = constraint_rows(
+        p, capex_usd=money.capex_usd, facility_kw=it_w / 1000 * p.finance.pue, racks=rb.racks,
+        max_rack_kw=rb.max_rack_power_w / 1000, max_rack_units=rb.max_rack_units,
+        step_server_usd=step_usd, step_server_kw=step_kw, training=rb.training,
+        inference=rb.inference, gpus_bought=gpus,
+    )
+    return Plan(
+        problem=p.name,
+        status=solved.status,
+        gap=solved.gap,
+        solve_seconds=round(solved.seconds, 3),
+        tco_usd=round(money.tco_usd, 2),
+        capex_usd=round(money.capex_usd, 2),
+        opex_usd_per_year=round(money.opex_usd_per_year, 2),
+        tco_breakdown_usd={k: round(v, 2) for k, v in money.breakdown_usd.items()},
+        it_power_kw=round(it_w / 1000, 3),
+        facility_power_kw=round(it_w / 1000 * p.finance.pue, 3),
+        racks=rb.racks,
+        rack_units=rb.rack_units,
+        gpus=dict(sorted(gpus.items())),
+        servers=rb.servers,
+        network=rb.network,
+        training=rb.training,
+        inference=rb.inference,
+        constraints=constraints,
+        purchase=[
+            PurchaseRow(category=li.category, item=li.item, sku=li.sku, quantity=li.quantity,
+                        unit_price_usd=li.unit_price_usd, extended_price_usd=li.extended_price_usd,
+                        unit_power_w=li.unit_power_w, notes=li.notes)
+            for li in rb.items
+        ],
+        cash_flows=[CashFlowRow(**vars(f)) for f in money.cash_flows],
+        assumptions=_assumptions(ctx, gpus),
+    )
+
+
+def _finance_assumptions(p: Problem) -> dict[str, object]:
+    return {
+        "horizon_years": p.horizon_years,
+        "finance": p.finance.model_dump(),
+        "site": p.site.model_dump(),
+        "discounting": "capex at year 0; opex of year k (1..horizon) divided by (1+discount_rate)^k",
+        "energy": "IT nameplate kW x utilization x 8760 h x electricity price x PUE",
+        "maintenance": "maintenance_rate x capex of servers and network per year",
+    }
+
+
+def _assumptions(ctx: Context, gpus: dict[str, int]) -> dict[str, object]:
+    catalog = ctx.catalog
+    eff = catalog.efficiency
+    used = [catalog.gpus[g] for g in gpus]
+    return {
+        **_finance_assumptions(ctx.problem),
+        "gpu_prices": {
+            g.id: {
+                "usd": catalog.gpu_price_usd(g.id),
+                "estimate": not catalog.gpu_price_is_quote(g.id),
+                "source": "problem file (catalog.prices_usd)" if catalog.gpu_price_is_quote(g.id)
+                else f"{g.price.source.title} ({g.price.source.date})",
+            }
+            for g in used
+        },
+        "efficiency": {g.generation: eff.generations[g.generation].model_dump(mode="json", exclude={"source", "notes"})
+                       for g in used},
+        "serving": eff.serving.model_dump(mode="json", exclude={"source"}),
+        "training": eff.training.model_dump(mode="json", exclude={"source"}),
+        "racks": "homogeneous racks: one pool (chassis, GPU, fabric) per rack; switches in network racks",
+        "network": "non-blocking leaf/spine per fabric; one switch while the ports fit",
+        "inference_capacity": "replicas planned at `headroom` of their modelled throughput",
+        "training_sharing": "each training job has its own GPUs (no time-sharing yet)",
+        "catalog_exclude": ctx.problem.catalog.exclude,
+    }

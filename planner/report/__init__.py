@@ -1,0 +1,1 @@
+"""Reports: they only read a finished Plan."""

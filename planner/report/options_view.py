@@ -1,0 +1,65 @@
+"""`planner options`: every GPU option per workload, feasible with its figures, or why not."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from planner.pipeline import Context
+
+
+def options_json(ctx: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for w in ctx.workloads:
+        rows: list[dict[str, Any]] = []
+        for o in w.inference:
+            rows.append({"gpu": o.gpu, "server": o.pool.server, "precision": o.precision,
+                         "gpus_per_replica": o.gpus_per_replica, "rps_per_replica": o.rps_per_replica,
+                         **{k: v for k, v in o.estimate.to_dict().items() if k != "reason"}})
+        for t in w.training:
+            rows.append({"gpu": t.gpu, "server": t.pool.server, "fabric": t.pool.fabric, "gpus": t.gpus,
+                         **{k: v for k, v in t.estimate.to_dict().items() if k != "reason"}})
+        out[w.name] = {"kind": w.kind, "model": w.shape.name, "feasible": rows,
+                       "infeasible": {g: r for g, r in w.reasons_by_gpu().items()}}
+    return out
+
+
+def print_options(ctx: Context, console: Console) -> None:
+    for w in ctx.workloads:
+        t = Table(title=f"{w.kind} {w.name} ({w.shape.name})", title_justify="left")
+        if w.kind == "inference":
+            for col in ("GPU", "server", "precision", "TP", "batch", "rps/replica", "rps/GPU", "TTFT ms", "TPOT ms"):
+                t.add_column(col)
+            best = _best_per_gpu([(o.gpu, o.rps_per_replica / o.gpus_per_replica, o) for o in w.inference])
+            for o in best:
+                e = o.estimate
+                t.add_row(o.gpu, o.pool.server, o.precision, str(o.gpus_per_replica), str(e.batch),
+                          f"{o.rps_per_replica:.2f}", f"{o.rps_per_replica / o.gpus_per_replica:.2f}",
+                          f"{e.ttft_ms:.0f}", f"{e.tpot_ms:.1f}")
+        else:
+            for col in ("GPU", "server", "fabric", "GPUs", "days", "MFU", "memory/GPU GB"):
+                t.add_column(col)
+            best = _best_per_gpu([(o.gpu, -o.gpus, o) for o in w.training])
+            for o in best:
+                e = o.estimate
+                t.add_row(o.gpu, o.pool.server, o.pool.fabric, str(o.gpus), f"{e.days:.1f}", f"{100 * e.mfu:.0f}%",
+                          f"{e.memory_per_gpu_gb:.1f}")
+        console.print(t)
+        reasons = w.reasons_by_gpu()
+        if reasons:
+            console.print("[bold]cannot run it:[/bold]")
+            for gpu, why in sorted(reasons.items()):
+                console.print(f"  {gpu}: {why[-1]}", markup=False)
+        console.print()
+
+
+def _best_per_gpu(scored: list[tuple[str, float, Any]]) -> list[Any]:
+    """One row per GPU: its best option (most rps per GPU; fewest GPUs for training)."""
+    best: dict[str, tuple[float, Any]] = {}
+    for gpu, score, option in scored:
+        if gpu not in best or score > best[gpu][0]:
+            best[gpu] = (score, option)
+    return [best[g][1] for g in sorted(best)]

@@ -1,0 +1,102 @@
+"""The terminal summary: a short memo with tables, read from a finished Plan."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.schema.plan import Plan
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    if plan.status == "infeasible":
+        print_infeasible(plan, console)
+        return
+    gap = "proven optimal" if plan.status == "optimal" else f"best found, gap {100 * (plan.gap or 0):.2f}%"
+    console.print(
+        f"[bold]{plan.problem}[/bold]: TCO {_usd(plan.tco_usd)} over {plan.assumptions.get('horizon_years')} years "
+        f"({gap}); capex {_usd(plan.capex_usd)}, opex {_usd(plan.opex_usd_per_year)}/year; "
+        f"{plan.facility_power_kw:,.1f} kW facility power, {plan.racks} racks."
+    )
+    _buy(plan, console)
+    _runs(plan, console)
+    _money(plan, console)
+    _limits(plan, console)
+    if plan.verification:
+        console.print("[bold red]Verifier found problems with this plan:[/bold red]")
+        for line in plan.verification:
+            console.print(f"  - {line}")
+    console.print("[dim]Prices are catalog estimates unless your problem file quotes them (catalog.prices_usd).[/dim]")
+
+
+def _buy(plan: Plan, console: Console) -> None:
+    t = Table(title="What to buy", title_justify="left")
+    for col, just in (("category", "left"), ("sku", "left"), ("qty", "right"), ("unit price", "right"),
+                      ("extended", "right"), ("unit power", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in plan.purchase:
+        t.add_row(r.category, r.sku, str(r.quantity), _usd(r.unit_price_usd), _usd(r.extended_price_usd),
+                  f"{r.unit_power_w:,.0f} W")
+    t.add_row("", "[bold]total capex[/bold]", "", "", f"[bold]{_usd(plan.capex_usd)}[/bold]", "")
+    console.print(t)
+
+
+def _runs(plan: Plan, console: Console) -> None:
+    if plan.training:
+        t = Table(title="Training jobs", title_justify="left")
+        for col in ("job", "GPUs", "server / fabric", "days", "start", "end", "deadline", "MFU"):
+            t.add_column(col)
+        for r in plan.training:
+            t.add_row(r.name, f"{r.gpus} x {r.gpu}", f"{r.server} / {r.fabric}", f"{r.days:.1f}",
+                      f"{r.start_day:.1f}", f"{r.end_day:.1f}", f"{r.deadline_days:g}", f"{100 * r.mfu:.0f}%")
+        console.print(t)
+    if plan.inference:
+        t = Table(title="Inference services", title_justify="left")
+        for col in ("service", "replicas", "precision", "rps each", "batch", "TTFT ms", "TPOT ms", "capacity / need"):
+            t.add_column(col)
+        for s in plan.inference:
+            for i, r in enumerate(s.replicas):
+                t.add_row(
+                    s.name if i == 0 else "", f"{r.count} x {r.gpus_per_replica} {r.gpu}", r.precision,
+                    f"{r.rps_per_replica:.2f}", str(r.batch), f"{r.ttft_ms:.0f}", f"{r.tpot_ms:.1f}",
+                    f"{s.capacity_rps:.1f} / {s.required_rps:g} rps (+{s.spare_replicas} spare)" if i == 0 else "",
+                )
+        console.print(t)
+
+
+def _money(plan: Plan, console: Console) -> None:
+    t = Table(title="TCO breakdown (present value)", title_justify="left")
+    t.add_column("component")
+    t.add_column("USD", justify="right")
+    t.add_column("share", justify="right")
+    for k, v in plan.tco_breakdown_usd.items():
+        t.add_row(k, _usd(v), f"{100 * v / plan.tco_usd:.1f}%" if plan.tco_usd else "-")
+    t.add_row("[bold]TCO[/bold]", f"[bold]{_usd(plan.tco_usd)}[/bold]", "")
+    console.print(t)
+
+
+def _limits(plan: Plan, console: Console) -> None:
+    t = Table(title="Limits", title_justify="left")
+    for col in ("limit", "used", "of", "slack", ""):
+        t.add_column(col)
+    for c in plan.constraints:
+        t.add_row(c.name, f"{_num(c.used)} {c.unit}", "-" if c.limit is None else _num(c.limit),
+                  "-" if c.slack is None else _num(c.slack), "[yellow]binding[/yellow]" if c.binding else "")
+    console.print(t)
+
+
+def _num(x: float) -> str:
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:,.3f}".rstrip("0").rstrip(".")
+
+
+def print_infeasible(plan: Plan, console: Console) -> None:
+    console.print(f"[bold red]{plan.problem}: no feasible plan.[/bold red]")
+    if plan.diagnosis:
+        for line in plan.diagnosis.summary:
+            console.print(line, markup=False)

@@ -1,0 +1,1 @@
+"""Pydantic models at the edges: problem files, catalogs, plans."""

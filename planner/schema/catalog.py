@@ -1,0 +1,225 @@
+"""Pydantic models for the bundled catalogs (GPUs, servers, fabrics, models, efficiency).
+
+Every figure in a catalog carries a source and a date. Units are in the field
+names: ``_gb`` (10^9 bytes), ``_gb_per_s`` (10^9 bytes per second), ``_gbit_per_s``
+(10^9 bits per second), ``_w``, ``_usd``, ``_u`` (rack units).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    """Where a figure comes from. ``date`` is when the source was published or read."""
+
+    title: str = Field(min_length=1)
+    url: str = ""
+    date: dt.date
+
+
+class Price(Strict):
+    """A purchase price. Prices are estimates unless the user supplies a quote."""
+
+    usd: float = Field(ge=0)
+    estimate: bool = True
+    source: Source
+    note: str = ""
+
+
+class Gpu(Strict):
+    id: str = Field(min_length=1, description="catalog id, e.g. H100-SXM")
+    name: str
+    vendor: Literal["nvidia", "amd", "intel", "huawei"]
+    generation: str = Field(description="key into efficiency.yaml, e.g. hopper, ampere, ada, cdna3")
+    form_factor: Literal["sxm", "pcie", "oam", "superchip", "edge", "mezzanine"]
+    memory_gb: float = Field(gt=0)
+    memory_bandwidth_gb_per_s: float = Field(gt=0)
+    tflops_dense: dict[Precision, float] = Field(
+        description="dense (no 2:4 sparsity) tensor TFLOPS/TOPS per natively supported precision"
+    )
+    tdp_w: float = Field(gt=0)
+    nvlink_gb_per_s: float = Field(
+        ge=0, description="per-GPU GPU-to-GPU link bandwidth, both directions summed; 0 if none"
+    )
+    nvlink_domain: int = Field(ge=1, description="GPUs reachable over that link without the host")
+    host_link_gb_per_s: float = Field(gt=0, description="PCIe x16 bandwidth, one direction")
+    price: Price
+    source: Source
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> Gpu:
+        if "int4" in self.tflops_dense:
+            raise ValueError("int4 is weight-only: it computes at 16-bit, list no int4 TFLOPS")
+        if not ({"bf16", "fp16"} & self.tflops_dense.keys()):
+            raise ValueError("a GPU needs a 16-bit (bf16 or fp16) dense TFLOPS figure")
+        return self
+
+
+class ServerChassis(Strict):
+    id: str = Field(min_length=1)
+    name: str
+    kind: Literal["hgx", "pcie", "workstation", "edge", "rack-scale", "oam"]
+    gpus: list[str] = Field(min_length=1, description="GPU ids this chassis takes")
+    gpus_per_server: int = Field(ge=1)
+    gpu_link: Literal["nvlink", "pcie", "infinity-fabric", "hccs", "ethernet"] = Field(
+        description="how the GPUs in one server talk to each other"
+    )
+    gpu_link_gb_per_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="override per-GPU link bandwidth; default: GPU nvlink_gb_per_s (nvlink/"
+        "infinity-fabric/hccs/ethernet) or host_link_gb_per_s (pcie)",
+    )
+    rack_units: int = Field(ge=1)
+    base_power_w: float = Field(ge=0, description="everything but the GPUs and scale-out NICs")
+    base_price: Price = Field(description="chassis, CPUs, memory, storage; GPUs excluded")
+    scaleout_nics: int = Field(ge=0, description="scale-out NIC ports per server; 0: cannot join a cluster")
+    source: Source
+    notes: str = ""
+
+
+class Fabric(Strict):
+    """A scale-out network between servers (or ``none`` for a single server)."""
+
+    id: str = Field(min_length=1)
+    name: str
+    kind: Literal["none", "infiniband", "roce", "ethernet"]
+    link_gbit_per_s: float = Field(ge=0)
+    latency_us: float = Field(ge=0)
+    nic_price: Price | None = None
+    nic_power_w: float = Field(default=0, ge=0)
+    switch_radix: int = Field(default=0, ge=0, description="ports at link speed per switch")
+    switch_price: Price | None = None
+    switch_power_w: float = Field(default=0, ge=0)
+    switch_rack_units: int = Field(default=0, ge=0)
+    cable_price: Price | None = Field(default=None, description="per link, optics included")
+    training_scaling: float = Field(
+        gt=0,
+        le=1,
+        description="assumption: share of per-GPU training throughput kept when a job spans servers",
+    )
+    source: Source
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> Fabric:
+        if self.kind != "none":
+            missing = [
+                k for k in ("nic_price", "switch_price", "cable_price") if getattr(self, k) is None
+            ]
+            if missing or self.switch_radix < 2 or self.link_gbit_per_s <= 0:
+                raise ValueError(
+                    f"fabric {self.id}: a scale-out fabric needs nic_price, switch_price, "
+                    f"cable_price, switch_radix >= 2 and link_gbit_per_s > 0 (missing: {missing})"
+                )
+        return self
+
+
+class LlmModel(Strict):
+    id: str = Field(min_length=1)
+    name: str
+    params_b: float = Field(gt=0, description="total parameters, billions")
+    active_params_b: float = Field(gt=0, description="parameters used per token (MoE: < total)")
+    layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    attention_heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    vocab_size: int = Field(ge=1)
+    max_context: int = Field(ge=1)
+    experts: int = Field(default=1, ge=1)
+    experts_per_token: int = Field(default=1, ge=1)
+    source: Source
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> LlmModel:
+        if self.active_params_b > self.params_b:
+            raise ValueError("active_params_b cannot exceed params_b")
+        if self.attention_heads % self.kv_heads:
+            raise ValueError("attention_heads must be a multiple of kv_heads")
+        return self
+
+
+class Rack(Strict):
+    price: Price = Field(description="one rack with PDUs")
+    source: Source
+
+
+class GpusFile(Strict):
+    schema_version: Literal[1] = 1
+    gpus: list[Gpu]
+
+
+class ServersFile(Strict):
+    schema_version: Literal[1] = 1
+    rack: Rack
+    servers: list[ServerChassis]
+
+
+class FabricsFile(Strict):
+    schema_version: Literal[1] = 1
+    fabrics: list[Fabric]
+
+
+class ModelsFile(Strict):
+    schema_version: Literal[1] = 1
+    models: list[LlmModel]
+
+
+class GenerationEfficiency(Strict):
+    """Achieved fractions of peak, per GPU generation: visible, overridable assumptions."""
+
+    bandwidth_eff: float = Field(gt=0, le=1, description="achieved share of HBM bandwidth in decode")
+    compute_eff: float = Field(gt=0, le=1, description="achieved share of dense peak FLOPS in prefill")
+    mfu: dict[Precision, float] = Field(description="training model-FLOPs utilisation per precision")
+    source: Source
+    notes: str = ""
+
+
+class ServingAssumptions(Strict):
+    memory_reserve_fraction: float = Field(
+        ge=0, lt=1, description="share of GPU memory kept for activations, runtime and fragmentation"
+    )
+    max_batch: int = Field(ge=1, description="largest concurrent batch an engine schedules per replica")
+    headroom: float = Field(gt=0, le=1, description="plan replicas to run at this share of their capacity")
+    step_overhead_ms: float = Field(ge=0, description="fixed per decode step: scheduling, kernel launch")
+    link_latency_us: dict[str, float] = Field(description="per all-reduce, by in-server GPU link kind")
+    link_eff: float = Field(gt=0, le=1, description="achieved share of link bandwidth in all-reduce")
+    int4_overhead: float = Field(ge=1, description="bytes factor for int4 group scales and zeros")
+    source: Source
+
+
+class TrainingAssumptions(Strict):
+    pcie_multi_gpu_scaling: float = Field(
+        gt=0, le=1, description="throughput share kept when a job spans GPUs linked only by PCIe"
+    )
+    scale_decay_per_doubling: float = Field(
+        ge=0, lt=1, description="throughput share lost per doubling of the server count"
+    )
+    lora_flops_factor: float = Field(gt=0, le=1, description="LoRA FLOPs as a share of full training")
+    qlora_mfu_factor: float = Field(gt=0, le=1, description="QLoRA MFU as a share of LoRA's (dequantisation)")
+    activation_bytes_per_token_layer_hidden: float = Field(
+        gt=0, description="checkpointed activation bytes per token x layer x hidden (recompute on)"
+    )
+    max_servers: int = Field(ge=1, description="largest job size considered, in servers")
+    source: Source
+
+
+class EfficiencyFile(Strict):
+    schema_version: Literal[1] = 1
+    generations: dict[str, GenerationEfficiency]
+    serving: ServingAssumptions
+    training: TrainingAssumptions

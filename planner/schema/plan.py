@@ -1,0 +1,133 @@
+"""The plan: what to buy, what runs where, what it costs (contract: problem-format.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerRow(Out):
+    server: str
+    gpu: str
+    gpus_per_server: int
+    fabric: str
+    count: int
+    unit_price_usd: float
+    unit_power_w: float
+    racks: int
+
+
+class TrainingRow(Out):
+    name: str
+    gpu: str
+    gpus: int
+    server: str
+    fabric: str
+    days: float
+    start_day: float
+    end_day: float
+    deadline_days: float
+    precision: str
+    method: str
+    mfu: float
+    tflops_per_gpu: float
+
+
+class ReplicaRow(Out):
+    gpu: str
+    server: str
+    gpus_per_replica: int
+    precision: str
+    count: int
+    rps_per_replica: float
+    ttft_ms: float
+    tpot_ms: float
+    batch: int
+
+
+class InferenceRow(Out):
+    name: str
+    model: str
+    required_rps: float
+    capacity_rps: float
+    spare_replicas: int
+    replicas: list[ReplicaRow]
+
+
+class ConstraintRow(Out):
+    name: str
+    path: str
+    limit: float | None
+    used: float
+    slack: float | None
+    unit: str
+    binding: bool
+    step: float | None = None
+    marginal_usd: float | None = None
+
+
+class PurchaseRow(Out):
+    category: str
+    item: str
+    sku: str
+    quantity: int
+    unit_price_usd: float
+    extended_price_usd: float
+    unit_power_w: float
+    notes: str = ""
+
+
+class CashFlowRow(Out):
+    year: int
+    capex_usd: float
+    opex_usd: float
+    discount_factor: float
+    present_value_usd: float
+
+
+class FixRow(Out):
+    constraint: str
+    path: str
+    current: float | None
+    required: float | None
+
+
+class Diagnosis(Out):
+    summary: list[str]
+    conflict: list[str] = Field(default_factory=list)
+    fixes: list[FixRow] = Field(default_factory=list)
+    combined_fix: list[FixRow] = Field(default_factory=list)
+
+
+class Plan(Out):
+    schema_version: int = SCHEMA_VERSION
+    problem: str
+    status: Literal["optimal", "feasible", "infeasible"]
+    gap: float | None
+    solve_seconds: float = 0.0
+    tco_usd: float = 0.0
+    capex_usd: float = 0.0
+    opex_usd_per_year: float = 0.0
+    tco_breakdown_usd: dict[str, float] = Field(default_factory=dict)
+    it_power_kw: float = 0.0
+    facility_power_kw: float = 0.0
+    racks: int = 0
+    rack_units: int = 0
+    gpus: dict[str, int] = Field(default_factory=dict)
+    servers: list[ServerRow] = Field(default_factory=list)
+    network: list[dict[str, Any]] = Field(default_factory=list)
+    training: list[TrainingRow] = Field(default_factory=list)
+    inference: list[InferenceRow] = Field(default_factory=list)
+    constraints: list[ConstraintRow] = Field(default_factory=list)
+    purchase: list[PurchaseRow] = Field(default_factory=list)
+    cash_flows: list[CashFlowRow] = Field(default_factory=list)
+    assumptions: dict[str, Any] = Field(default_factory=dict)
+    diagnosis: Diagnosis | None = None
+    verification: list[str] = Field(default_factory=list)
