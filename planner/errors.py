@@ -10,7 +10,8 @@ class PlannerError(Exception):
 class InputError(PlannerError):
     """The user's input is wrong (exit code 2).
 
-    ``file``, ``key`` and ``line`` locate the problem; ``hint`` says how to fix it.
+    ``file``, ``key`` and ``line`` locate the problem; ``hint`` says how to fix it; ``more`` counts
+    the other errors found in the same input (one message is clearer than a wall of them).
     """
 
     def __init__(
@@ -21,12 +22,14 @@ class InputError(PlannerError):
         key: str | None = None,
         line: int | None = None,
         hint: str | None = None,
+        more: int = 0,
     ) -> None:
         self.message = message
         self.file = file
         self.key = key
         self.line = line
         self.hint = hint
+        self.more = more  # further errors in the same input, reported after this one is fixed
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -40,6 +43,8 @@ class InputError(PlannerError):
         text = "".join(parts)
         if self.hint:
             text += f" ({self.hint})"
+        if self.more:
+            text += f"; {self.more} more error(s) after this one"
         return text
 
 

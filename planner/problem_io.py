@@ -87,15 +87,35 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return model
 
 
+# Pydantic's wording of a wrong type -> what a YAML author should write instead.
+_EXPECTED = {
+    "dict_type": "expected a mapping (key: value lines or {key: value})",
+    "model_type": "expected a mapping (key: value lines or {key: value})",
+    "list_type": "expected a list ([a, b] or '- ' lines)",
+    "float_type": "expected a number",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "string_type": "expected text",
+    "bool_type": "expected true or false",
+    "finite_number": "expected a finite number",
+}
+_UNION_BRANCHES = {"str", "InlineModel"}
+
+
 def _to_input_error(exc: ValidationError, data: Any, lines: dict[Path_, int], name: str) -> InputError:
-    # Union fields (str | InlineModel) report one error per branch: show the most specific.
-    errors = sorted(exc.errors(), key=lambda e: -len(e["loc"]))
+    # A typo'd key also makes a required key "missing": report the typo, it is the cause.
+    # Otherwise the deepest location is the most specific (unions report one error per branch).
+    errors = sorted(exc.errors(), key=lambda e: (e["type"] != "extra_forbidden", -len(e["loc"])))
     err = errors[0]
-    loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in {"str", "InlineModel"}))
-    key = dotted(loc, data)
-    line = line_of(lines, loc)
+    loc = _without_branches(err["loc"])
     kind = err["type"]
     hint = None
+    got = err.get("input")
+    if kind == "value_error":
+        # Raised by a model validator: it checks several keys, so find the one to point at.
+        located = _locate_value_error(loc, str(err["msg"]).removeprefix("Value error, "), data, lines, name)
+        if located is not None:
+            return located
     if kind == "extra_forbidden":
         owner = _model_at(loc[:-1])
         known = list(owner.model_fields) if owner else []
@@ -105,17 +125,146 @@ def _to_input_error(exc: ValidationError, data: Any, lines: dict[Path_, int], na
         message = "required key is missing"
     elif kind == "value_error":
         message = str(err["msg"]).removeprefix("Value error, ")
+    elif any(x in _UNION_BRANCHES for x in err["loc"]) and len(loc) == len(err["loc"]) - 1 and _is_type_error(kind):
+        # `model: 5`: neither a catalog name nor an inline model.
+        message = f"expected a model name or a mapping like {{params_b: 7}}, got {_shown(got)}"
+        hint = "names: `planner catalog models`"
+    elif kind in _EXPECTED:
+        message = f"{_EXPECTED[kind]}, got {_shown(got)}"
+        hint = _type_hint(kind, got)
     else:
-        got = err.get("input")
-        shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-        message = f"{err['msg'].lower()}, got {shown}"
-    if len(errors) > 1 and kind != "value_error":
-        message += f" (and {len(errors) - 1} more error(s))" if _distinct(errors) > 1 else ""
-    return InputError(message, file=name, key=key or None, line=line, hint=hint)
+        message = f"{err['msg'].replace('Input should be', 'must be').lower()}, got {_shown(got)}"
+    key = dotted(loc, data) or None
+    return InputError(message, file=name, key=key, line=line_of(lines, loc), hint=hint, more=_distinct(errors) - 1)
 
 
 def _distinct(errors: list[Any]) -> int:
-    return len({tuple(e["loc"][:-1]) if e["loc"] and e["loc"][-1] in {"str", "InlineModel"} else tuple(e["loc"]) for e in errors})
+    """Errors at distinct keys, not counting a union branch's "not this type" when another branch says more."""
+    locs = [tuple(e["loc"]) for e in errors]
+
+    def superseded(loc: tuple[Any, ...]) -> bool:
+        return bool(loc) and loc[-1] in _UNION_BRANCHES and any(
+            len(o) > len(loc) and o[: len(loc) - 1] == loc[:-1] for o in locs
+        )
+
+    kept = {_without_branches(loc) for loc in locs if not superseded(loc)}
+    return max(len(kept), 1)
+
+
+def _without_branches(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(x for x in loc if not (isinstance(x, str) and x in _UNION_BRANCHES))
+
+
+def _is_type_error(kind: str) -> bool:
+    return kind in _EXPECTED or kind.endswith("_type")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "an empty value"
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return repr(value)
+
+
+def _type_hint(kind: str, got: Any) -> str | None:
+    if kind in {"float_type", "int_type"} and isinstance(got, bool):
+        return "YAML reads yes/no/on/off/true/false as booleans; write a number"
+    if kind in {"float_type", "int_type"} and isinstance(got, str):
+        try:
+            float(got.replace("_", ""))
+        except ValueError:
+            return None
+        return "write the number without quotes"
+    if kind == "string_type" and isinstance(got, (bool, int, float)):
+        return "put the value in quotes to make it text"
+    return None
+
+
+def _locate_value_error(
+    loc: tuple[Any, ...], message: str, data: Any, lines: dict[Path_, int], name: str
+) -> InputError | None:
+    """Point a model validator's error at the key it is about, by checking the (type-valid) raw data."""
+    if loc == ():
+        return _locate_problem_error(message, data, lines, name)
+    # Item-level checks start with the key they are about: "release_day (50.0) must be before ...".
+    node: Any = data
+    for item in loc:
+        node = node[item] if isinstance(node, (dict, list)) else None
+    first = message.split(" ", 1)[0]
+    if isinstance(node, dict):
+        keys = first.split(".", 1)
+        sub = (keys[0],) if keys[0] in node else ()
+        if sub and len(keys) > 1 and isinstance(node[keys[0]], dict) and keys[1] in node[keys[0]]:
+            sub = (*sub, keys[1])
+        if sub:
+            where = (*loc, *sub)
+            return InputError(message, file=name, key=dotted(where, data), line=line_of(lines, where))
+    return None
+
+
+def _locate_problem_error(message: str, data: dict[str, Any], lines: dict[Path_, int], name: str) -> InputError | None:
+    """The cross-workload checks of ``Problem``: no workloads, duplicate names, `after` references and cycles."""
+    items: list[tuple[str, int, dict[str, Any]]] = [
+        (kind, i, item)
+        for kind in ("training", "inference")
+        for i, item in enumerate(data.get(kind) or [])
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    ]
+    if not items:
+        present = next((k for k in ("training", "inference") if k in data), None)
+        return InputError(
+            "no workloads: a problem needs at least one item under `training` or `inference`",
+            file=name,
+            key=present,
+            line=line_of(lines, (present,)) if present else None,
+            hint="see problems/startup.yaml",
+        )
+    first_use: dict[str, tuple[str, int]] = {}
+    for kind, i, item in items:
+        label = item["name"].lower()
+        if label in first_use:
+            other_kind, other_i = first_use[label]
+            other_line = line_of(lines, (other_kind, other_i, "name"))
+            where = (kind, i, "name")
+            return InputError(
+                f"name {item['name']!r} is already used by {other_kind}[{other_i}] on line {other_line} "
+                "(workload names must be unique, ignoring case)",
+                file=name,
+                key=f"{kind}[{i}].name",
+                line=line_of(lines, where),
+            )
+        first_use[label] = (kind, i)
+    jobs = {item["name"].lower(): (i, item) for kind, i, item in items if kind == "training"}
+    for i, item in jobs.values():
+        for k, dep in enumerate(item.get("after") or []):
+            where = ("training", i, "after", k)
+            key = f"training.{item['name']}.after"
+            if dep.lower() not in jobs:
+                return InputError(
+                    f"names unknown training job {dep!r}",
+                    file=name,
+                    key=key,
+                    line=line_of(lines, where),
+                    hint=suggest(dep, [j["name"] for _, j in jobs.values()])
+                    or f"training jobs: {', '.join(j['name'] for _, j in jobs.values())}",
+                )
+            if dep.lower() == item["name"].lower():
+                return InputError("a job cannot run after itself", file=name, key=key, line=line_of(lines, where))
+    if "cycle" in message:
+        # The validator's message names the cycle; point at the `after` of its first job.
+        cycle = message.rsplit(": ", 1)[-1].split(" -> ")
+        start = jobs.get(cycle[0].lower())
+        if start is not None:
+            i, item = start
+            return InputError(
+                "`after` entries form a cycle: " + " -> ".join(cycle),
+                file=name,
+                key=f"training.{item['name']}.after",
+                line=line_of(lines, ("training", i, "after")),
+                hint="remove one of these `after` entries",
+            )
+    return None
 
 
 def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
@@ -152,7 +301,7 @@ def _need_gpu(loaded: LoadedProblem, catalog: Catalog, gpu: str, loc: tuple[str 
         raise InputError(
             f"unknown GPU {gpu!r}",
             file=loaded.file,
-            key=".".join(str(x) for x in loc),
+            key=".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "["),
             line=loaded.line(*loc),
             hint=suggest(gpu, list(catalog.gpus)) or "see `planner catalog gpus`",
         )

@@ -58,7 +58,7 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
         if fit < 1 or row.racks < math.ceil(row.count / fit):
             errs.append(f"{row.server}+{row.gpu}: {row.count} servers need {math.ceil(row.count / max(fit, 1))} racks, plan has {row.racks}")
         racks += row.racks
-        if row.gpu in {catalog.gpu(x).id for x in problem.catalog.exclude}:
+        if row.gpu.lower() in {x.lower() for x in problem.catalog.exclude}:
             errs.append(f"{row.gpu} is excluded by the problem but bought")
     for net in plan.network:
         fabric = catalog.fabrics[net["fabric"]]

@@ -43,57 +43,111 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_RE, list("-+0123
 
 Path_ = tuple[str | int, ...]
 
+# PyYAML's wording of common slips -> what the user most likely has to change.
+_HINTS = (
+    ("mapping values are not allowed", "check the indentation here and on the line before"),
+    ("character '\\t' that cannot start", "indent with spaces, not tabs"),
+    ("could not find expected ':'", "check the indentation, or quote a value that contains ': '"),
+)
+
 
 def load_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
     """Load a YAML file; return the data and a map from key path to 1-based line."""
     name = str(path)
     try:
-        size = path.stat().st_size
+        if path.is_dir():
+            raise InputError("is a directory, expected a YAML file", file=name)
+        # Read at most one byte past the limit: st_size is 0 for /dev/zero or a pipe, which never end.
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError("file not found", file=name) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", file=name) from None
-    if path.is_dir():
-        raise InputError("is a directory, expected a YAML file", file=name)
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}", file=name)
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"file is larger than the limit of {MAX_FILE_BYTES:,} bytes", file=name)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", file=name) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=name, line=line, hint="save the file as UTF-8"
+        ) from None
     return loads_yaml(text, name)
 
 
 def loads_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[Path_, int]]:
     if not text.strip():
         raise InputError("the file is empty", file=name, hint="start from problems/startup.yaml")
-    loader = _Loader(text)
+    lines: dict[Path_, int] = {}
     try:
-        node = loader.get_single_node()
+        node = _compose(text, name)
+        if node is None:
+            raise InputError("the file is empty", file=name, hint="start from problems/startup.yaml")
+        _walk(node, (), lines, name, [0])
+        data = _Loader("").construct_document(node)
     except yaml.MarkedYAMLError as exc:
+        # Only constructor errors get here (a tag such as !!python/object): refused, never run.
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        problem = exc.problem or exc.context or "malformed YAML"
-        raise InputError(f"malformed YAML: {problem}", file=name, line=line) from None
+        raise InputError(
+            f"unsupported YAML: {exc.problem or exc.context}",
+            file=name,
+            key=_key_on_line(lines, line),
+            line=line,
+            hint="plain mappings, lists, numbers and strings only",
+        ) from None
+    except RecursionError:
+        # PyYAML composes and constructs recursively: thousands of nested brackets overflow the stack.
+        raise InputError("the document is nested too deeply; refusing it", file=name) from None
+    return data, lines
+
+
+def _compose(text: str, name: str) -> yaml.Node | None:
+    """Parse ``text`` into one node graph (aliases shared, not yet expanded)."""
+    try:
+        # The reader checks for control characters as soon as it is built: keep it inside the try.
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise InputError(
+            f"malformed YAML: control character #x{exc.character:04x} is not allowed", file=name, line=line
+        ) from None
+    try:
+        return loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        hint = next((h for phrase, h in _HINTS if phrase in str(exc.problem)), None)
+        raise InputError(f"malformed YAML: {_describe(exc)}", file=name, line=_line(exc), hint=hint) from None
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML: {exc}", file=name) from None
     finally:
         loader.dispose()
-    if node is None:
-        raise InputError("the file is empty", file=name, hint="start from problems/startup.yaml")
-    lines: dict[Path_, int] = {}
-    _walk(node, (), lines, name, [0])
-    try:
-        data = _Loader("").construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise InputError(
-            f"unsupported YAML: {exc.problem or exc.context}",
-            file=name,
-            line=mark.line + 1 if mark else None,
-            hint="plain mappings, lists, numbers and strings only",
-        ) from None
-    return data, lines
+
+
+def _line(exc: yaml.MarkedYAMLError) -> int | None:
+    mark = exc.problem_mark or exc.context_mark
+    return mark.line + 1 if mark else None
+
+
+def _describe(exc: yaml.MarkedYAMLError) -> str:
+    """PyYAML's problem plus its context: an unclosed bracket is found lines after it was opened."""
+    problem = exc.problem or exc.context or "malformed YAML"
+    if exc.problem and exc.context and exc.problem.startswith("but "):
+        return f"{exc.context}, {exc.problem}"  # "expected a single document..., but found another"
+    # The context helps only when it points elsewhere: "(while parsing a flow sequence started on line 35)".
+    if exc.context and exc.context_mark and exc.problem_mark and exc.context_mark.line != exc.problem_mark.line:
+        problem += f" ({exc.context} started on line {exc.context_mark.line + 1})"
+    return problem
+
+
+def _key_on_line(lines: dict[Path_, int], line: int | None) -> str | None:
+    """The dotted key written on ``line`` (the deepest), to name it in an error."""
+    # Deepest *key* on the line: `name: !!tag [a]` is about `name`, not `name[0]`.
+    found = [path for path, at in lines.items() if at == line and path and isinstance(path[-1], str)]
+    if not found:
+        return None
+    deepest = max(found, key=len)
+    return ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in deepest).replace(".[", "[")
 
 
 def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], name: str, count: list[int]) -> None:

@@ -81,6 +81,13 @@ def build(
     return b
 
 
+def upper(var: cp_model.IntVar) -> int:
+    """A variable's upper bound. (In ortools 9.15 ``proto.domain[-1]`` silently returns the
+    first element: negative indexing of the proto wrapper is broken, so index from the front.)"""
+    domain = var.proto.domain
+    return int(domain[len(domain) - 1])
+
+
 def _slack(b: Built, name: str, relax: Collection[str], ub: int) -> cp_model.LinearExpr:
     if name not in relax:
         return 0
@@ -183,12 +190,12 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         ports = sum(p.spec.nics_per_server * p.servers for p in members)
         r = fabric.switch_radix
         cap = max_ports(fabric)
-        most = sum(p.spec.nics_per_server * p.servers.proto.domain[-1] for p in members)
+        most = sum(p.spec.nics_per_server * upper(p.servers) for p in members)
         hi = min(cap, most)
         m.add(ports <= cap).with_name(f"fabric:{fid}:ports")
         leaves = m.new_int_var(0, max(1, math.ceil(hi / (r // 2))), f"leaves[{fid}]")
         spines = m.new_int_var(0, max(1, math.ceil(hi / r)), f"spines[{fid}]")
-        uplinks = m.new_int_var(0, leaves.proto.domain[-1] * (r // 2), f"uplinks[{fid}]")
+        uplinks = m.new_int_var(0, upper(leaves) * (r // 2), f"uplinks[{fid}]")
         two_tier = m.new_bool_var(f"two_tier[{fid}]")
         m.add(leaves * r >= ports)
         m.add(ports <= r).only_enforce_if(~two_tier)
@@ -198,7 +205,7 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         m.add(2 * spines >= leaves).only_enforce_if(two_tier)
         m.add(uplinks == (r // 2) * leaves).only_enforce_if(two_tier)
         fit = max(1, per_rack(fabric.switch_rack_units, fabric.switch_power_w, site.rack_units, site.rack_power_kw))
-        racks = m.new_int_var(0, math.ceil((leaves.proto.domain[-1] + spines.proto.domain[-1]) / fit), f"net_racks[{fid}]")
+        racks = m.new_int_var(0, math.ceil((upper(leaves) + upper(spines)) / fit), f"net_racks[{fid}]")
         m.add(racks * fit >= leaves + spines).with_name(f"racks_for[{fid}]")
         b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
 

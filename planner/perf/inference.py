@@ -103,10 +103,13 @@ class _Replica:
         m = self.q.model
         if m.experts <= 1:
             return self.weights_bytes
-        # MoE: each token touches k of E experts; a batch touches the union.
-        touched = 1 - (1 - m.experts_per_token / m.experts) ** batch
-        expert_bytes = self.weights_bytes - self.active_bytes
-        return self.active_bytes + expert_bytes * touched
+        # MoE: total = shared + E x expert, active = shared + k x expert. Each token
+        # touches k of E experts; a batch touches their union.
+        e, k = m.experts, m.experts_per_token
+        experts_bytes = (self.weights_bytes - self.active_bytes) * e / (e - k)
+        shared_bytes = self.weights_bytes - experts_bytes
+        touched = 1 - (1 - k / e) ** batch
+        return shared_bytes + experts_bytes * touched
 
     def step_s(self, batch: int) -> tuple[float, str]:
         m = self.q.model

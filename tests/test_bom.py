@@ -1,0 +1,29 @@
+"""Network and rack sizing rules."""
+
+from __future__ import annotations
+
+from planner.bom import max_ports, network_for, per_rack, racks_needed
+
+
+def test_one_switch_while_ports_fit(catalog):
+    ib = catalog.fabrics["ib-ndr"]
+    n = network_for(ib, 64)
+    assert (n.leaves, n.spines, n.cables) == (1, 0, 64)
+
+
+def test_leaf_spine_beyond_one_switch(catalog):
+    ib = catalog.fabrics["ib-ndr"]  # radix 64: leaves take 32 hosts, 32 uplinks
+    n = network_for(ib, 65)
+    assert (n.leaves, n.spines) == (3, 2)
+    assert n.cables == 65 + 3 * 32
+    big = network_for(ib, 1024)
+    assert (big.leaves, big.spines) == (32, 16)
+    assert max_ports(ib) == 64 * 32
+
+
+def test_rack_fit_by_units_and_power():
+    assert per_rack(8, 10_000, 42, 17) == 1  # power-bound
+    assert per_rack(2, 1_000, 42, 17) == 17  # power-bound: 17 x 1 kW
+    assert per_rack(4, 500, 42, 40) == 10  # unit-bound
+    assert per_rack(48, 1_000, 42, 100) == 0
+    assert racks_needed(0, 3) == 0 and racks_needed(7, 3) == 3
