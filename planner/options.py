@@ -7,10 +7,12 @@ parallelism; the optimiser only chooses how many of each to use.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from planner.bom import PoolKey, per_rack, pool_spec
+from planner.bom import PoolKey, max_ports, per_rack, pool_spec
 from planner.catalog import Catalog
 from planner.perf.inference import InferenceEstimate, InferenceQuery, Link, estimate_inference, max_tp_candidates
 from planner.perf.shapes import ModelShape, shape_of
@@ -91,8 +93,21 @@ def link_for(chassis: ServerChassis, gpu: Gpu, gpus: int) -> Link:
     return Link(kind, (chassis.gpu_link_gb_per_s or gpu.nvlink_gb_per_s) / 2)
 
 
-def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey) -> tuple[int, str]:
-    """An upper bound on servers in a pool from the site, budget and stock; 0 with a reason."""
+# Pools beyond these sizes are outside what the model describes (two-tier networks,
+# a single site): a cap, not a limit anyone would want to relax.
+MAX_SERVERS_PER_POOL = 100_000
+RELAXABLE_BOUNDS = ("budget", "site_power", "racks")
+
+
+def pool_limit(
+    problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collection[str] = ()
+) -> tuple[int, str]:
+    """An upper bound on servers in a pool, with the reason when it is 0.
+
+    Physical bounds (one server must fit a rack; stock) reject a pool outright.
+    The site's budget, power and racks also bound it, unless named in ``ignore``:
+    a diagnosis relaxes those limits and must not be cut off by them.
+    """
     spec = pool_spec(catalog, key)
     site = problem.site
     fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
@@ -101,20 +116,22 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey) -> tuple[int, s
             f"one {key.server} server ({spec.rack_units}U, {spec.power_w / 1000:.1f} kW) does not fit "
             f"a {site.rack_units}U / {site.rack_power_kw:g} kW rack"
         )
-    bounds = [catalog.efficiency.training.max_servers * 64]
-    if site.racks is not None:
-        bounds.append(site.racks * fit)
-    if site.power_kw is not None:
-        bounds.append(int(site.power_kw * 1000 / problem.finance.pue // spec.power_w))
-    if problem.finance.budget_usd is not None:
-        bounds.append(int(problem.finance.budget_usd // spec.server_price_usd))
+    fabric = catalog.fabrics[key.fabric]
+    bounds = [MAX_SERVERS_PER_POOL]
+    if spec.nics_per_server:
+        bounds.append(max_ports(fabric) // spec.nics_per_server)
     stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
     if key.gpu in stock:
         bounds.append(stock[key.gpu] // spec.gpus_per_server)
-    limit = min(bounds)
-    if limit == 0:
-        return 0, f"not even one {key.server} server fits the site power, racks, budget or stock"
-    return limit, ""
+        if bounds[-1] == 0:
+            return 0, f"stock: only {stock[key.gpu]} x {key.gpu} available, a server holds {spec.gpus_per_server}"
+    if site.racks is not None and "racks" not in ignore:
+        bounds.append(site.racks * fit)
+    if site.power_kw is not None and "site_power" not in ignore:
+        bounds.append(int(site.power_kw * 1000 / problem.finance.pue // spec.power_w))
+    if problem.finance.budget_usd is not None and "budget" not in ignore:
+        bounds.append(int(problem.finance.budget_usd // spec.server_price_usd))
+    return min(bounds), ""
 
 
 def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
@@ -122,7 +139,9 @@ def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
 
     def limit(key: PoolKey) -> tuple[int, str]:
         if key not in limits:
-            limits[key] = pool_limit(problem, catalog, key)
+            # Options ignore the relaxable site limits: when they rule a GPU out, the
+            # solver's diagnosis says by how much, instead of the GPU vanishing here.
+            limits[key] = pool_limit(problem, catalog, key, ignore=RELAXABLE_BOUNDS)
         return limits[key]
 
     dependents = {d.lower() for j in problem.training for d in j.after}
@@ -199,8 +218,9 @@ def _training_options(job: TrainingJob, problem: Problem, catalog: Catalog, limi
                     continue
                 if fabric.kind == "none":
                     sizes = gpu_counts(chassis.gpus_per_server, 1)
-                else:
-                    sizes = [chassis.gpus_per_server * k for k in range(2, cap + 1)]
+                else:  # whole servers, 2..cap of them (a lazy range: caps can be large)
+                    sizes = range(2 * chassis.gpus_per_server, (cap + 1) * chassis.gpus_per_server,
+                                  chassis.gpus_per_server)
 
                 def estimate(n: int, chassis=chassis, gpu=gpu, fabric=fabric) -> TrainingEstimate:  # type: ignore[no-untyped-def]
                     q = TrainingQuery(
@@ -224,7 +244,7 @@ def _training_options(job: TrainingJob, problem: Problem, catalog: Catalog, limi
     return wo
 
 
-def _smallest_in_time(sizes: list[int], estimate, window: float) -> tuple[int | None, str]:  # type: ignore[no-untyped-def]
+def _smallest_in_time(sizes: Sequence[int], estimate, window: float) -> tuple[int | None, str]:  # type: ignore[no-untyped-def]
     """The smallest size that fits in memory and finishes within the window.
 
     Larger jobs finish sooner (scaling losses are small per doubling), so the
@@ -248,12 +268,11 @@ def _smallest_in_time(sizes: list[int], estimate, window: float) -> tuple[int | 
     return sizes[lo], ""
 
 
-def _faster_sizes(chosen: int, sizes: list[int]) -> list[int]:
+def _faster_sizes(chosen: int, sizes: Sequence[int]) -> list[int]:
     """Larger sizes for jobs others wait on: finishing sooner gives successors time."""
-    wanted = {math.ceil(chosen * f) for f in (1.25, 1.5, 2.0, 3.0, 4.0)}
-    out = []
-    for target in sorted(wanted):
-        bigger = [s for s in sizes if s >= target]
-        if bigger and bigger[0] not in out and bigger[0] != chosen:
-            out.append(bigger[0])
+    out: list[int] = []
+    for factor in (1.25, 1.5, 2.0, 3.0, 4.0):
+        i = bisect.bisect_left(sizes, math.ceil(chosen * factor))
+        if i < len(sizes) and sizes[i] != chosen and sizes[i] not in out:
+            out.append(sizes[i])
     return out

@@ -69,7 +69,7 @@ def build(
 ) -> Built:
     b = Built(cp_model.CpModel())
     rates = Rates.of(problem)
-    _pools(b, problem, catalog, workloads)
+    _pools(b, problem, catalog, workloads, relax)
     _training(b, problem, workloads, relax)
     _serving(b, problem, workloads, relax)
     _gpu_use(b)
@@ -96,7 +96,9 @@ def _slack(b: Built, name: str, relax: Collection[str], ub: int) -> cp_model.Lin
     return s
 
 
-def _pools(b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions]) -> None:
+def _pools(
+    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], relax: Collection[str]
+) -> None:
     from planner.options import pool_limit
 
     keys = sorted(
@@ -105,7 +107,7 @@ def _pools(b: Built, problem: Problem, catalog: Catalog, workloads: list[Workloa
     site = problem.site
     for key in keys:
         spec = pool_spec(catalog, key)
-        limit, _ = pool_limit(problem, catalog, key)
+        limit, _ = pool_limit(problem, catalog, key, ignore=relax)
         fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
         n = b.model.new_int_var(0, limit, f"servers[{key.label()}]")
         r = b.model.new_int_var(0, math.ceil(limit / fit), f"racks[{key.label()}]")
