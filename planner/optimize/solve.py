@@ -9,10 +9,11 @@ from ortools.sat.python import cp_model
 
 from planner.errors import PlannerError
 
-# Fixed worker count and interleaved search: the same problem gives the same plan
-# on any machine (cpsat-notes: several free-running workers with a wall-clock
-# limit gave three plans in three runs).
-WORKERS = 4
+# One worker and a deterministic time limit: the same problem gives the same plan on
+# any machine (cpsat-notes: several free-running workers with a wall-clock limit gave
+# three plans in three runs). Measured on the example problems, one worker was also
+# faster than 2-8 interleaved workers (benchmarks/README.md).
+WORKERS = 1
 DEFAULT_DETERMINISTIC_LIMIT = 60.0
 
 
@@ -43,7 +44,7 @@ def solve(model: cp_model.CpModel, time_limit_s: float | None = None, workers: i
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.num_workers = workers
-    p.interleave_search = True
+    p.interleave_search = workers > 1
     p.random_seed = 0
     p.max_deterministic_time = time_limit_s or DEFAULT_DETERMINISTIC_LIMIT
     p.log_search_progress = False
