@@ -82,11 +82,7 @@ class Catalog:
     ) -> Catalog:
         """A copy without excluded GPUs (and servers left empty), with price quotes applied."""
         excluded = {self.gpu(n).id for n in exclude or []}
-        gpus = {
-            k: g
-            for k, g in self.gpus.items()
-            if k not in excluded and (vendors is None or g.vendor in vendors)
-        }
+        gpus = {k: g for k, g in self.gpus.items() if k not in excluded and (vendors is None or g.vendor in vendors)}
         servers = {}
         for key, chassis in self.servers.items():
             kept = [g for g in chassis.gpus if g in gpus]
@@ -157,4 +153,3 @@ def _check_consistent(catalog: Catalog) -> None:
             raise CatalogError(f"GPU {key}: generation {gpu.generation!r} has no efficiency entry")
     if "none" not in catalog.fabrics:
         raise CatalogError("fabrics.yaml needs the 'none' fabric (single server)")
-

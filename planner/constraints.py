@@ -27,12 +27,23 @@ def constraint_rows(
     rows: list[ConstraintRow] = []
     fin, site = problem.finance, problem.site
 
-    def add(name: str, path: str, limit: float | None, used: float, unit: str, step: float, *, at_least: bool = False) -> None:
+    def add(
+        name: str, path: str, limit: float | None, used: float, unit: str, step: float, *, at_least: bool = False
+    ) -> None:
         slack = None if limit is None else (used - limit if at_least else limit - used)
         binding = slack is not None and slack < abs(step) - 1e-9
-        rows.append(ConstraintRow(name=name, path=path, limit=limit, used=round(used, 6),
-                                  slack=None if slack is None else round(slack, 6), unit=unit,
-                                  binding=binding, step=step))
+        rows.append(
+            ConstraintRow(
+                name=name,
+                path=path,
+                limit=limit,
+                used=round(used, 6),
+                slack=None if slack is None else round(slack, 6),
+                unit=unit,
+                binding=binding,
+                step=step,
+            )
+        )
 
     if fin.budget_usd is not None:
         add("budget", "finance.budget_usd", fin.budget_usd, capex_usd, "usd", step_server_usd)
@@ -43,19 +54,52 @@ def constraint_rows(
     add("rack_power", "site.rack_power_kw", site.rack_power_kw, max_rack_kw, "kw", round(site.rack_power_kw * 0.1, 3))
     add("rack_units", "site.rack_units", site.rack_units, max_rack_units, "u", 1)
     for row in training:
-        add(f"job:{row.name}:deadline", f"training.{row.name}.deadline_days", row.deadline_days, row.end_day,
-            "days", round(row.deadline_days * 0.1, 3))
+        add(
+            f"job:{row.name}:deadline",
+            f"training.{row.name}.deadline_days",
+            row.deadline_days,
+            row.end_day,
+            "days",
+            round(row.deadline_days * 0.1, 3),
+        )
     for row, svc in zip(inference, problem.inference, strict=True):
-        add(f"service:{row.name}:rate", f"inference.{row.name}.requests_per_s", row.required_rps, row.capacity_rps,
-            "rps", -round(row.required_rps * 0.1, 6), at_least=True)
+        add(
+            f"service:{row.name}:rate",
+            f"inference.{row.name}.requests_per_s",
+            row.required_rps,
+            row.capacity_rps,
+            "rps",
+            -round(row.required_rps * 0.1, 6),
+            at_least=True,
+        )
         ttft = max((r.ttft_ms for r in row.replicas), default=0.0)
         tpot = max((r.tpot_ms for r in row.replicas), default=0.0)
-        add(f"service:{row.name}:ttft", f"inference.{row.name}.ttft_ms", svc.ttft_ms, ttft, "ms", round(svc.ttft_ms * 0.1, 3))
-        add(f"service:{row.name}:tpot", f"inference.{row.name}.tpot_ms", svc.tpot_ms, tpot, "ms", round(svc.tpot_ms * 0.1, 3))
+        add(
+            f"service:{row.name}:ttft",
+            f"inference.{row.name}.ttft_ms",
+            svc.ttft_ms,
+            ttft,
+            "ms",
+            round(svc.ttft_ms * 0.1, 3),
+        )
+        add(
+            f"service:{row.name}:tpot",
+            f"inference.{row.name}.tpot_ms",
+            svc.tpot_ms,
+            tpot,
+            "ms",
+            round(svc.tpot_ms * 0.1, 3),
+        )
     for gpu, units in problem.catalog.stock.items():
         used = next((v for k, v in gpus_bought.items() if k.lower() == gpu.lower()), 0)
         add(f"stock:{gpu}", f"catalog.stock.{gpu}", units, used, "gpus", 8)
     if problem.policy.max_gpu_types is not None:
-        add("policy:max_gpu_types", "policy.max_gpu_types", problem.policy.max_gpu_types,
-            sum(1 for v in gpus_bought.values() if v), "types", 1)
+        add(
+            "policy:max_gpu_types",
+            "policy.max_gpu_types",
+            problem.policy.max_gpu_types,
+            sum(1 for v in gpus_bought.values() if v),
+            "types",
+            1,
+        )
     return rows

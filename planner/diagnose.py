@@ -48,7 +48,10 @@ def relaxable(ctx: Context) -> list[tuple[str, str, float | None]]:
     for j in p.training:
         out.append((f"job:{j.name}:deadline", f"training.{j.name}.deadline_days", j.deadline_days))
     for s in p.inference:
-        out.append((f"service:{s.name}:rate", f"inference.{s.name}.requests_per_s", s.requests_per_s))
+        # the model's demand is the peak year; the fix is stated on that figure
+        out.append(
+            (f"service:{s.name}:rate", f"inference.{s.name}.requests_per_s", s.peak_requests_per_s(p.horizon_years))
+        )
     return out
 
 
@@ -74,8 +77,14 @@ def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
         b.model.minimize(b.slacks[name])
         s = solve(b.model, time_limit_s)
         if s.status == "optimal" and current is not None:
-            fixes.append(FixRow(constraint=name, path=path, current=current,
-                                required=_required(name, current, s.value(b.slacks[name]))))
+            fixes.append(
+                FixRow(
+                    constraint=name,
+                    path=path,
+                    current=current,
+                    required=_required(name, current, s.value(b.slacks[name])),
+                )
+            )
     combined: list[FixRow] = []
     names = [n for n, _, _ in limits]
     if names:
@@ -88,8 +97,9 @@ def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
             for name, path, current in limits:
                 moved = s.value(b.slacks[name])
                 if moved and current is not None:
-                    combined.append(FixRow(constraint=name, path=path, current=current,
-                                           required=_required(name, current, moved)))
+                    combined.append(
+                        FixRow(constraint=name, path=path, current=current, required=_required(name, current, moved))
+                    )
     summary = ["No plan meets every requirement at once."]
     for f in fixes:
         summary.append(_sentence(f))

@@ -43,8 +43,9 @@ def _server(catalog: Catalog, gpu: Gpu, gpus: int, name: str | None) -> ServerCh
             raise InputError(f"server {name} does not take {gpu.id}", key="--server")
         return chassis
     fits = [s for s in catalog.servers.values() if gpu.id in s.gpus]
-    return max(fits, key=lambda s: (link_for(s, gpu, min(gpus, s.gpus_per_server)).gb_per_s_one_way,
-                                    s.gpus_per_server, s.id))
+    return max(
+        fits, key=lambda s: (link_for(s, gpu, min(gpus, s.gpus_per_server)).gb_per_s_one_way, s.gpus_per_server, s.id)
+    )
 
 
 def _precision(value: str, allowed: tuple[str, ...]) -> str:
@@ -55,8 +56,18 @@ def _precision(value: str, allowed: tuple[str, ...]) -> str:
 
 
 def run_inference_estimate(
-    *, gpu: str, model: str | None, params_b: float | None, gpus: int, precision: str, input_tokens: int,
-    output_tokens: int, concurrency: int | None, tpot_ms: float | None, ttft_ms: float | None, server: str | None,
+    *,
+    gpu: str,
+    model: str | None,
+    params_b: float | None,
+    gpus: int,
+    precision: str,
+    input_tokens: int,
+    output_tokens: int,
+    concurrency: int | None,
+    tpot_ms: float | None,
+    ttft_ms: float | None,
+    server: str | None,
 ) -> dict[str, Any]:
     catalog = load_catalog()
     shape = _shape(catalog, model, params_b)
@@ -67,19 +78,43 @@ def run_inference_estimate(
             f"a replica is at most one server: {chassis.id} holds {chassis.gpus_per_server} x {g.id}", key="--gpus"
         )
     q = InferenceQuery(
-        model=shape, gpu=g, gpus=gpus, precision=_precision(precision, tuple(BYTES)), input_tokens=input_tokens,
-        output_tokens=output_tokens, link=link_for(chassis, g, gpus), concurrency=concurrency, tpot_ms=tpot_ms,
+        model=shape,
+        gpu=g,
+        gpus=gpus,
+        precision=_precision(precision, tuple(BYTES)),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        link=link_for(chassis, g, gpus),
+        concurrency=concurrency,
+        tpot_ms=tpot_ms,
         ttft_ms=ttft_ms,
     )
     eff = catalog.efficiency
     est = estimate_inference(q, eff.generations[g.generation], eff.serving)
-    return {"model": shape.name, "gpu": g.id, "gpus": gpus, "server": chassis.id, "precision": q.precision,
-            "input_tokens": input_tokens, "output_tokens": output_tokens, **est.to_dict()}
+    return {
+        "model": shape.name,
+        "gpu": g.id,
+        "gpus": gpus,
+        "server": chassis.id,
+        "precision": q.precision,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        **est.to_dict(),
+    }
 
 
 def run_training_estimate(
-    *, gpu: str, tokens: float, model: str | None, params_b: float | None, gpus: int, precision: str,
-    method: str, fabric: str | None, seq_len: int, server: str | None,
+    *,
+    gpu: str,
+    tokens: float,
+    model: str | None,
+    params_b: float | None,
+    gpus: int,
+    precision: str,
+    method: str,
+    fabric: str | None,
+    seq_len: int,
+    server: str | None,
 ) -> dict[str, Any]:
     catalog = load_catalog()
     shape = _shape(catalog, model, params_b)
@@ -92,11 +127,28 @@ def run_training_estimate(
         raise InputError(f"unknown method {method!r}", key="--method", hint="one of full, lora, qlora")
     fab = catalog.fabric(fabric) if fabric else catalog.fabrics["ib-ndr" if gpus > per else "none"]
     q = TrainingQuery(
-        model=shape, gpu=g, gpus=gpus, tokens=tokens, precision=_precision(precision, ("bf16", "fp8")),
-        method=method, fabric=fab, gpus_per_server=per, gpu_link=link_for(chassis, g, min(gpus, per)).kind,
+        model=shape,
+        gpu=g,
+        gpus=gpus,
+        tokens=tokens,
+        precision=_precision(precision, ("bf16", "fp8")),
+        method=method,
+        fabric=fab,
+        gpus_per_server=per,
+        gpu_link=link_for(chassis, g, min(gpus, per)).kind,
         seq_len=seq_len,
     )
     eff = catalog.efficiency
     est = estimate_training(q, eff.generations[g.generation], eff.training, eff.serving.memory_reserve_fraction)
-    return {"model": shape.name, "gpu": g.id, "gpus": gpus, "servers": math.ceil(gpus / per), "server": chassis.id,
-            "fabric": fab.id, "precision": q.precision, "method": method, "tokens": tokens, **est.to_dict()}
+    return {
+        "model": shape.name,
+        "gpu": g.id,
+        "gpus": gpus,
+        "servers": math.ceil(gpus / per),
+        "server": chassis.id,
+        "fabric": fab.id,
+        "precision": q.precision,
+        "method": method,
+        "tokens": tokens,
+        **est.to_dict(),
+    }

@@ -99,9 +99,7 @@ MAX_SERVERS_PER_POOL = 100_000
 RELAXABLE_BOUNDS = ("budget", "site_power", "racks")
 
 
-def pool_limit(
-    problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collection[str] = ()
-) -> tuple[int, str]:
+def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collection[str] = ()) -> tuple[int, str]:
     """An upper bound on servers in a pool, with the reason when it is 0.
 
     Physical bounds (one server must fit a rack; stock) reject a pool outright.
@@ -145,10 +143,7 @@ def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
         return limits[key]
 
     dependents = {d.lower() for j in problem.training for d in j.after}
-    out = [
-        _training_options(job, problem, catalog, limit, job.name.lower() in dependents)
-        for job in problem.training
-    ]
+    out = [_training_options(job, problem, catalog, limit, job.name.lower() in dependents) for job in problem.training]
     out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
     return out
 
@@ -169,9 +164,15 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
             for precision in svc.precisions:
                 for tp in max_tp_candidates(chassis.gpus_per_server):
                     q = InferenceQuery(
-                        model=shape, gpu=gpu, gpus=tp, precision=precision,
-                        input_tokens=svc.input_tokens, output_tokens=svc.output_tokens,
-                        link=link_for(chassis, gpu, tp), tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms,
+                        model=shape,
+                        gpu=gpu,
+                        gpus=tp,
+                        precision=precision,
+                        input_tokens=svc.input_tokens,
+                        output_tokens=svc.output_tokens,
+                        link=link_for(chassis, gpu, tp),
+                        tpot_ms=svc.tpot_ms,
+                        ttft_ms=svc.ttft_ms,
                     )
                     est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
                     if est.fits:
@@ -200,7 +201,9 @@ def _undominated(found: list[InferenceOption]) -> list[InferenceOption]:
     return keep
 
 
-def _training_options(job: TrainingJob, problem: Problem, catalog: Catalog, limit, has_dependents: bool) -> WorkloadOptions:  # type: ignore[no-untyped-def]
+def _training_options(
+    job: TrainingJob, problem: Problem, catalog: Catalog, limit, has_dependents: bool
+) -> WorkloadOptions:  # type: ignore[no-untyped-def]
     shape = shape_of(job.model, catalog)
     wo = WorkloadOptions(job.name, "training", shape)
     window = job.deadline_days - job.release_day
@@ -219,17 +222,27 @@ def _training_options(job: TrainingJob, problem: Problem, catalog: Catalog, limi
                 if fabric.kind == "none":
                     sizes = gpu_counts(chassis.gpus_per_server, 1)
                 else:  # whole servers, 2..cap of them (a lazy range: caps can be large)
-                    sizes = range(2 * chassis.gpus_per_server, (cap + 1) * chassis.gpus_per_server,
-                                  chassis.gpus_per_server)
+                    sizes = range(
+                        2 * chassis.gpus_per_server, (cap + 1) * chassis.gpus_per_server, chassis.gpus_per_server
+                    )
 
                 def estimate(n: int, chassis=chassis, gpu=gpu, fabric=fabric) -> TrainingEstimate:  # type: ignore[no-untyped-def]
                     q = TrainingQuery(
-                        model=shape, gpu=gpu, gpus=n, tokens=job.tokens, precision=job.precision,
-                        method=job.method, fabric=fabric, gpus_per_server=chassis.gpus_per_server,
+                        model=shape,
+                        gpu=gpu,
+                        gpus=n,
+                        tokens=job.tokens,
+                        precision=job.precision,
+                        method=job.method,
+                        fabric=fabric,
+                        gpus_per_server=chassis.gpus_per_server,
                         gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
-                        seq_len=job.seq_len, mfu=job.mfu,
+                        seq_len=job.seq_len,
+                        mfu=job.mfu,
                     )
-                    return estimate_training(q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction)
+                    return estimate_training(
+                        q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction
+                    )
 
                 chosen, reason = _smallest_in_time(sizes, estimate, window)
                 if chosen is None:

@@ -53,8 +53,7 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
         return _infeasible(p, diagnose(ctx, time_limit_s))
     if solved.status not in ("optimal", "feasible"):
         raise PlannerError(
-            "the solver found no plan within its time limit and could not prove that none exists; "
-            "raise --time-limit"
+            "the solver found no plan within its time limit and could not prove that none exists; raise --time-limit"
         )
     plan = _plan(ctx, built, solved)
     plan.verification = verify(p, ctx.catalog, plan)
@@ -62,8 +61,13 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
 
 
 def _infeasible(problem: Problem, diagnosis) -> Plan:  # type: ignore[no-untyped-def]
-    return Plan(problem=problem.name, status="infeasible", gap=None, diagnosis=diagnosis,
-                assumptions=_finance_assumptions(problem))
+    return Plan(
+        problem=problem.name,
+        status="infeasible",
+        gap=None,
+        diagnosis=diagnosis,
+        assumptions=_finance_assumptions(problem),
+    )
 
 
 def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untyped-def]
@@ -78,10 +82,17 @@ def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untype
     step_usd = max((r.unit_price_usd for r in rb.servers), default=0.0)
     step_kw = max((r.unit_power_w for r in rb.servers), default=0.0) / 1000 * p.finance.pue
     constraints = constraint_rows(
-        p, capex_usd=money.capex_usd, facility_kw=it_w / 1000 * p.finance.pue, racks=rb.racks,
-        max_rack_kw=rb.max_rack_power_w / 1000, max_rack_units=rb.max_rack_units,
-        step_server_usd=step_usd, step_server_kw=step_kw, training=rb.training,
-        inference=rb.inference, gpus_bought=gpus,
+        p,
+        capex_usd=money.capex_usd,
+        facility_kw=it_w / 1000 * p.finance.pue,
+        racks=rb.racks,
+        max_rack_kw=rb.max_rack_power_w / 1000,
+        max_rack_units=rb.max_rack_units,
+        step_server_usd=step_usd,
+        step_server_kw=step_kw,
+        training=rb.training,
+        inference=rb.inference,
+        gpus_bought=gpus,
     )
     return Plan(
         problem=p.name,
@@ -103,9 +114,16 @@ def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untype
         inference=rb.inference,
         constraints=constraints,
         purchase=[
-            PurchaseRow(category=li.category, item=li.item, sku=li.sku, quantity=li.quantity,
-                        unit_price_usd=li.unit_price_usd, extended_price_usd=li.extended_price_usd,
-                        unit_power_w=li.unit_power_w, notes=li.notes)
+            PurchaseRow(
+                category=li.category,
+                item=li.item,
+                sku=li.sku,
+                quantity=li.quantity,
+                unit_price_usd=li.unit_price_usd,
+                extended_price_usd=li.extended_price_usd,
+                unit_power_w=li.unit_power_w,
+                notes=li.notes,
+            )
             for li in rb.items
         ],
         cash_flows=[CashFlowRow(**vars(f)) for f in money.cash_flows],
@@ -134,13 +152,16 @@ def _assumptions(ctx: Context, gpus: dict[str, int]) -> dict[str, object]:
             g.id: {
                 "usd": catalog.gpu_price_usd(g.id),
                 "estimate": not catalog.gpu_price_is_quote(g.id),
-                "source": "problem file (catalog.prices_usd)" if catalog.gpu_price_is_quote(g.id)
+                "source": "problem file (catalog.prices_usd)"
+                if catalog.gpu_price_is_quote(g.id)
                 else f"{g.price.source.title} ({g.price.source.date})",
             }
             for g in used
         },
-        "efficiency": {g.generation: eff.generations[g.generation].model_dump(mode="json", exclude={"source", "notes"})
-                       for g in used},
+        "efficiency": {
+            g.generation: eff.generations[g.generation].model_dump(mode="json", exclude={"source", "notes"})
+            for g in used
+        },
         "serving": eff.serving.model_dump(mode="json", exclude={"source"}),
         "training": eff.training.model_dump(mode="json", exclude={"source"}),
         "racks": "homogeneous racks: one pool (chassis, GPU, fabric) per rack; switches in network racks",

@@ -56,7 +56,10 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
         it_w += power * row.count
         fit = min(site.rack_units // chassis.rack_units, int(site.rack_power_kw * 1000 // power))
         if fit < 1 or row.racks < math.ceil(row.count / fit):
-            errs.append(f"{row.server}+{row.gpu}: {row.count} servers need {math.ceil(row.count / max(fit, 1))} racks, plan has {row.racks}")
+            errs.append(
+                f"{row.server}+{row.gpu}: {row.count} servers need "
+                f"{math.ceil(row.count / max(fit, 1))} racks, plan has {row.racks}"
+            )
         racks += row.racks
         if row.gpu.lower() in {x.lower() for x in problem.catalog.exclude}:
             errs.append(f"{row.gpu} is excluded by the problem but bought")
@@ -152,23 +155,37 @@ def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) 
             if rep.precision not in svc.precisions:
                 errs.append(f"service {svc.name}: precision {rep.precision} not allowed")
             q = InferenceQuery(
-                model=shape_of(svc.model, catalog), gpu=gpu, gpus=rep.gpus_per_replica, precision=rep.precision,
-                input_tokens=svc.input_tokens, output_tokens=svc.output_tokens,
-                link=link_for(chassis, gpu, rep.gpus_per_replica), concurrency=rep.batch,
+                model=shape_of(svc.model, catalog),
+                gpu=gpu,
+                gpus=rep.gpus_per_replica,
+                precision=rep.precision,
+                input_tokens=svc.input_tokens,
+                output_tokens=svc.output_tokens,
+                link=link_for(chassis, gpu, rep.gpus_per_replica),
+                concurrency=rep.batch,
             )
             est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
             if not est.fits:
                 errs.append(f"service {svc.name}: {rep.gpu} TP{rep.gpus_per_replica} does not fit: {est.reason}")
                 continue
             if est.tpot_ms > svc.tpot_ms + 1e-6 or est.ttft_ms > svc.ttft_ms + 1e-6:
-                errs.append(f"service {svc.name}: {rep.gpu} misses latency (TTFT {est.ttft_ms:.0f} ms, TPOT {est.tpot_ms:.1f} ms)")
+                errs.append(
+                    f"service {svc.name}: {rep.gpu} misses latency "
+                    f"(TTFT {est.ttft_ms:.0f} ms, TPOT {est.tpot_ms:.1f} ms)"
+                )
             if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
-                errs.append(f"service {svc.name}: {rep.gpu} claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}")
+                errs.append(
+                    f"service {svc.name}: {rep.gpu} claims {rep.rps_per_replica} rps "
+                    f"> {est.planning_requests_per_s:.3f}"
+                )
             capacity += rep.count * rep.rps_per_replica
             largest = max(largest, rep.rps_per_replica)
-        if capacity + 1e-6 < svc.requests_per_s + svc.spare_replicas * largest:
-            errs.append(f"service {svc.name}: capacity {capacity:.3f} rps < {svc.requests_per_s} required"
-                        + (f" + {svc.spare_replicas} spare" if svc.spare_replicas else ""))
+        need = svc.peak_requests_per_s(problem.horizon_years)
+        if capacity + 1e-6 < need + svc.spare_replicas * largest:
+            errs.append(
+                f"service {svc.name}: capacity {capacity:.3f} rps < {need} required"
+                + (f" + {svc.spare_replicas} spare" if svc.spare_replicas else "")
+            )
 
 
 def _finance(plan: Plan, errs: list[str]) -> None:

@@ -8,8 +8,15 @@ from planner.finance import LineItem, Rates, summarize
 
 
 def _rates(**kw) -> Rates:
-    base = dict(horizon_years=3, discount_rate=0.08, electricity_usd_per_kwh=0.12, pue=1.35,
-                colocation_usd_per_kw_month=0.0, maintenance_rate=0.05, utilization=0.7)
+    base = dict(
+        horizon_years=3,
+        discount_rate=0.08,
+        electricity_usd_per_kwh=0.12,
+        pue=1.35,
+        colocation_usd_per_kw_month=0.0,
+        maintenance_rate=0.05,
+        utilization=0.7,
+    )
     return Rates(**{**base, **kw})
 
 

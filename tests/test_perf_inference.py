@@ -13,8 +13,9 @@ from planner.schema.problem import InlineModel
 def _query(catalog, model, gpu, tp=1, precision="bf16", **kw):
     g = catalog.gpu(gpu)
     server = next(s for s in catalog.servers.values() if g.id in s.gpus and s.gpus_per_server >= tp)
-    return InferenceQuery(model=shape_of(model, catalog), gpu=g, gpus=tp, precision=precision,
-                          link=link_for(server, g, tp), **kw)
+    return InferenceQuery(
+        model=shape_of(model, catalog), gpu=g, gpus=tp, precision=precision, link=link_for(server, g, tp), **kw
+    )
 
 
 def _est(catalog, q):
@@ -46,9 +47,15 @@ def test_decode_at_batch_one_is_weights_over_bandwidth(catalog):
 
 def test_quantisation_speeds_decoding(catalog):
     """Halving the weight bytes (fp8 vs bf16) shortens the bandwidth-bound step."""
-    bf16 = _est(catalog, _query(catalog, "llama-3.1-8b", "H100-SXM", concurrency=1, input_tokens=128, output_tokens=128))
-    fp8 = _est(catalog, _query(catalog, "llama-3.1-8b", "H100-SXM", precision="fp8", concurrency=1,
-                               input_tokens=128, output_tokens=128))
+    bf16 = _est(
+        catalog, _query(catalog, "llama-3.1-8b", "H100-SXM", concurrency=1, input_tokens=128, output_tokens=128)
+    )
+    fp8 = _est(
+        catalog,
+        _query(
+            catalog, "llama-3.1-8b", "H100-SXM", precision="fp8", concurrency=1, input_tokens=128, output_tokens=128
+        ),
+    )
     assert fp8.tpot_ms < 0.7 * bf16.tpot_ms
 
 
@@ -94,8 +101,9 @@ def test_tensor_parallel_over_pcie_pays_more_than_over_nvlink(catalog):
 
 
 def test_moe_reads_only_active_experts_at_batch_one(catalog):
-    q = _query(catalog, "mixtral-8x7b", "H100-SXM", tp=1, precision="fp8", concurrency=1,
-               input_tokens=1, output_tokens=1000)
+    q = _query(
+        catalog, "mixtral-8x7b", "H100-SXM", tp=1, precision="fp8", concurrency=1, input_tokens=1, output_tokens=1000
+    )
     est = _est(catalog, q)
     eff = catalog.efficiency.generations["hopper"].bandwidth_eff
     overhead = catalog.efficiency.serving.step_overhead_ms
@@ -104,8 +112,19 @@ def test_moe_reads_only_active_experts_at_batch_one(catalog):
     hand_ms = (12.9e9 + kv) / (3350e9 * eff) * 1e3 + overhead
     assert est.tpot_ms == pytest.approx(hand_ms, rel=0.02)
     # a large batch touches every expert: the step reads (nearly) all 46.7B
-    big = _est(catalog, _query(catalog, "mixtral-8x7b", "H100-SXM", tp=1, precision="fp8", concurrency=64,
-                               input_tokens=1, output_tokens=1000))
+    big = _est(
+        catalog,
+        _query(
+            catalog,
+            "mixtral-8x7b",
+            "H100-SXM",
+            tp=1,
+            precision="fp8",
+            concurrency=64,
+            input_tokens=1,
+            output_tokens=1000,
+        ),
+    )
     assert big.tpot_ms > 2.5 * (est.tpot_ms - overhead)
 
 

@@ -9,8 +9,15 @@ from planner.perf.training import TrainingQuery, estimate_training, memory_per_g
 
 
 def _q(catalog, **kw):
-    base = dict(model=shape_of("llama-3.1-70b", catalog), gpu=catalog.gpu("H100-SXM"), gpus=8, tokens=1e9,
-                fabric=catalog.fabrics["none"], gpus_per_server=8, gpu_link="nvlink")
+    base = dict(
+        model=shape_of("llama-3.1-70b", catalog),
+        gpu=catalog.gpu("H100-SXM"),
+        gpus=8,
+        tokens=1e9,
+        fabric=catalog.fabrics["none"],
+        gpus_per_server=8,
+        gpu_link="nvlink",
+    )
     return TrainingQuery(**{**base, **kw})
 
 

@@ -101,9 +101,7 @@ def _pools(
 ) -> None:
     from planner.options import pool_limit
 
-    keys = sorted(
-        {o.pool for w in workloads for o in w.training} | {o.pool for w in workloads for o in w.inference}
-    )
+    keys = sorted({o.pool for w in workloads for o in w.training} | {o.pool for w in workloads for o in w.inference})
     site = problem.site
     for key in keys:
         spec = pool_spec(catalog, key)
@@ -144,7 +142,7 @@ def _serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax
     services = {s.name: s for s in problem.inference}
     for w in (w for w in workloads if w.kind == "inference"):
         svc = services[w.name]
-        need = u.rps_up(svc.requests_per_s)
+        need = u.rps_up(svc.peak_requests_per_s(problem.horizon_years))
         reps = []
         for i, o in enumerate(w.inference):
             per = u.rps_down(o.rps_per_replica)

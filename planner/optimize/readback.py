@@ -44,20 +44,31 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
         max_rack_u = max(max_rack_u, in_one * spec.rack_units)
         servers.append(
             ServerRow(
-                server=key.server, gpu=key.gpu, gpus_per_server=spec.gpus_per_server, fabric=key.fabric,
-                count=n, unit_price_usd=spec.server_price_usd, unit_power_w=spec.server_power_w, racks=pool_racks,
+                server=key.server,
+                gpu=key.gpu,
+                gpus_per_server=spec.gpus_per_server,
+                fabric=key.fabric,
+                count=n,
+                unit_price_usd=spec.server_price_usd,
+                unit_power_w=spec.server_power_w,
+                racks=pool_racks,
             )
         )
         gpu = catalog.gpus[key.gpu]
         price_note = (
             "GPU price: your quote (catalog.prices_usd)"
             if catalog.gpu_price_is_quote(key.gpu)
-            else f"estimate: GPU ${catalog.gpu_price_usd(key.gpu):,.0f} ({gpu.price.source.title}, {gpu.price.source.date})"
+            else f"estimate: GPU ${catalog.gpu_price_usd(key.gpu):,.0f} "
+            f"({gpu.price.source.title}, {gpu.price.source.date})"
         )
         items.append(
             LineItem(
-                "server", f"{spec.chassis.name} with {spec.gpus_per_server}x {gpu.name}",
-                f"{key.server}+{key.gpu}", n, spec.server_price_usd, spec.server_power_w,
+                "server",
+                f"{spec.chassis.name} with {spec.gpus_per_server}x {gpu.name}",
+                f"{key.server}+{key.gpu}",
+                n,
+                spec.server_price_usd,
+                spec.server_power_w,
                 f"{price_note}; chassis ${spec.chassis.base_price.usd:,.0f} estimate",
             )
         )
@@ -78,27 +89,67 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
         max_rack_w = max(max_rack_w, in_one * fab.switch_power_w)
         max_rack_u = max(max_rack_u, in_one * fab.switch_rack_units)
         network.append(
-            {"fabric": fid, "ports": ports, "leaves": leaves, "spines": spines, "cables": cables,
-             "racks": net_racks, "cheapest_design": [net.leaves, net.spines, net.cables]}
+            {
+                "fabric": fid,
+                "ports": ports,
+                "leaves": leaves,
+                "spines": spines,
+                "cables": cables,
+                "racks": net_racks,
+                "cheapest_design": [net.leaves, net.spines, net.cables],
+            }
         )
         items += [
-            LineItem("network", f"{fab.name} NIC port", f"{fid}:nic", ports, float(round(fab.nic_price.usd)),
-                     fab.nic_power_w, f"estimate ({fab.nic_price.source.title})"),
-            LineItem("network", f"{fab.name} switch ({fab.switch_radix} ports)", f"{fid}:switch", leaves + spines,
-                     float(round(fab.switch_price.usd)), fab.switch_power_w,
-                     f"{leaves} leaf + {spines} spine; estimate ({fab.switch_price.source.title})"),
-            LineItem("network", f"{fab.name} cable/optics per link", f"{fid}:cable", cables,
-                     float(round(fab.cable_price.usd)), 0.0, f"estimate ({fab.cable_price.source.title})"),
+            LineItem(
+                "network",
+                f"{fab.name} NIC port",
+                f"{fid}:nic",
+                ports,
+                float(round(fab.nic_price.usd)),
+                fab.nic_power_w,
+                f"estimate ({fab.nic_price.source.title})",
+            ),
+            LineItem(
+                "network",
+                f"{fab.name} switch ({fab.switch_radix} ports)",
+                f"{fid}:switch",
+                leaves + spines,
+                float(round(fab.switch_price.usd)),
+                fab.switch_power_w,
+                f"{leaves} leaf + {spines} spine; estimate ({fab.switch_price.source.title})",
+            ),
+            LineItem(
+                "network",
+                f"{fab.name} cable/optics per link",
+                f"{fid}:cable",
+                cables,
+                float(round(fab.cable_price.usd)),
+                0.0,
+                f"estimate ({fab.cable_price.source.title})",
+            ),
         ]
     if racks:
         items.append(
-            LineItem("rack", f"{problem.site.rack_units}U rack with PDUs", "rack", racks,
-                     float(round(catalog.rack.price.usd)), 0.0, f"estimate ({catalog.rack.price.source.title})")
+            LineItem(
+                "rack",
+                f"{problem.site.rack_units}U rack with PDUs",
+                "rack",
+                racks,
+                float(round(catalog.rack.price.usd)),
+                0.0,
+                f"estimate ({catalog.rack.price.source.title})",
+            )
         )
     return Readback(
-        servers=servers, training=_training(b, s, problem), inference=_inference(b, s, problem),
-        items=items, network=network, racks=racks, rack_units=rack_units,
-        max_rack_power_w=max_rack_w, max_rack_units=max_rack_u,
+        servers=servers,
+        training=_training(b, s, problem),
+        inference=_inference(b, s, problem),
+        items=items,
+        network=network,
+        racks=racks,
+        rack_units=rack_units,
+        max_rack_power_w=max_rack_w,
+        max_rack_units=max_rack_u,
     )
 
 
@@ -110,10 +161,18 @@ def _training(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:
         days = chosen.days
         rows.append(
             TrainingRow(
-                name=job.name, gpu=chosen.gpu, gpus=chosen.gpus, server=chosen.pool.server,
-                fabric=chosen.pool.fabric, days=round(days, 3), start_day=start,
-                end_day=round(start + u.days_up(days) / u.TIME_PER_DAY, 3), deadline_days=job.deadline_days,
-                precision=job.precision, method=job.method, mfu=round(chosen.estimate.mfu, 4),
+                name=job.name,
+                gpu=chosen.gpu,
+                gpus=chosen.gpus,
+                server=chosen.pool.server,
+                fabric=chosen.pool.fabric,
+                days=round(days, 3),
+                start_day=start,
+                end_day=round(start + u.days_up(days) / u.TIME_PER_DAY, 3),
+                deadline_days=job.deadline_days,
+                precision=job.precision,
+                method=job.method,
+                mfu=round(chosen.estimate.mfu, 4),
                 tflops_per_gpu=round(chosen.estimate.tflops_per_gpu, 1),
             )
         )
@@ -134,14 +193,26 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
             e = o.estimate
             reps.append(
                 ReplicaRow(
-                    gpu=o.gpu, server=o.pool.server, gpus_per_replica=o.gpus_per_replica, precision=o.precision,
-                    count=n, rps_per_replica=rps, ttft_ms=round(e.ttft_ms, 1), tpot_ms=round(e.tpot_ms, 2),
+                    gpu=o.gpu,
+                    server=o.pool.server,
+                    gpus_per_replica=o.gpus_per_replica,
+                    precision=o.precision,
+                    count=n,
+                    rps_per_replica=rps,
+                    ttft_ms=round(e.ttft_ms, 1),
+                    tpot_ms=round(e.tpot_ms, 2),
                     batch=e.batch,
                 )
             )
         model = svc.model if isinstance(svc.model, str) else f"dense-{svc.model.params_b:g}b"
         rows.append(
-            InferenceRow(name=svc.name, model=model, required_rps=svc.requests_per_s,
-                         capacity_rps=round(capacity, 3), spare_replicas=svc.spare_replicas, replicas=reps)
+            InferenceRow(
+                name=svc.name,
+                model=model,
+                required_rps=svc.peak_requests_per_s(problem.horizon_years),
+                capacity_rps=round(capacity, 3),
+                spare_replicas=svc.spare_replicas,
+                replicas=reps,
+            )
         )
     return rows

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from planner.perf.precision import compute_precision, kv_bytes, weight_bytes
 from planner.perf.shapes import ModelShape
-from planner.schema.catalog import Gpu, GenerationEfficiency, ServingAssumptions
+from planner.schema.catalog import GenerationEfficiency, Gpu, ServingAssumptions
 
 
 @dataclass(frozen=True)
@@ -132,14 +132,10 @@ class _Replica:
         return self.prefill_s() + self.iteration_s(batch)
 
 
-def estimate_inference(
-    q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions
-) -> InferenceEstimate:
+def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
     compute = compute_precision(q.gpu, q.precision)
     if compute is None:
-        return InferenceEstimate(
-            fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores"
-        )
+        return InferenceEstimate(fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores")
     r = _Replica(q, gen, serving)
     base = {
         "weights_gb": r.weights_bytes / 1e9,

@@ -53,9 +53,7 @@ def shape_of(model: str | InlineModel, catalog: Catalog) -> ModelShape:
 def inline_shape(model: InlineModel) -> ModelShape:
     params = model.params_b * 1e9
     layers = model.layers or max(1, round((params / (12 * _HIDDEN_PER_LAYER**2)) ** (1 / 3)))
-    hidden = model.hidden_size or max(
-        _HEAD_DIM, _HEAD_DIM * round(math.sqrt(params / (12 * layers)) / _HEAD_DIM)
-    )
+    hidden = model.hidden_size or max(_HEAD_DIM, _HEAD_DIM * round(math.sqrt(params / (12 * layers)) / _HEAD_DIM))
     head_dim = model.head_dim or _HEAD_DIM
     kv_heads = model.kv_heads or min(_DEFAULT_KV_HEADS, max(1, hidden // head_dim))
     return ModelShape(

@@ -16,14 +16,32 @@ def options_json(ctx: Context) -> dict[str, Any]:
     for w in ctx.workloads:
         rows: list[dict[str, Any]] = []
         for o in w.inference:
-            rows.append({"gpu": o.gpu, "server": o.pool.server, "precision": o.precision,
-                         "gpus_per_replica": o.gpus_per_replica, "rps_per_replica": o.rps_per_replica,
-                         **{k: v for k, v in o.estimate.to_dict().items() if k != "reason"}})
+            rows.append(
+                {
+                    "gpu": o.gpu,
+                    "server": o.pool.server,
+                    "precision": o.precision,
+                    "gpus_per_replica": o.gpus_per_replica,
+                    "rps_per_replica": o.rps_per_replica,
+                    **{k: v for k, v in o.estimate.to_dict().items() if k != "reason"},
+                }
+            )
         for t in w.training:
-            rows.append({"gpu": t.gpu, "server": t.pool.server, "fabric": t.pool.fabric, "gpus": t.gpus,
-                         **{k: v for k, v in t.estimate.to_dict().items() if k != "reason"}})
-        out[w.name] = {"kind": w.kind, "model": w.shape.name, "feasible": rows,
-                       "infeasible": {g: r for g, r in w.reasons_by_gpu().items()}}
+            rows.append(
+                {
+                    "gpu": t.gpu,
+                    "server": t.pool.server,
+                    "fabric": t.pool.fabric,
+                    "gpus": t.gpus,
+                    **{k: v for k, v in t.estimate.to_dict().items() if k != "reason"},
+                }
+            )
+        out[w.name] = {
+            "kind": w.kind,
+            "model": w.shape.name,
+            "feasible": rows,
+            "infeasible": {g: r for g, r in w.reasons_by_gpu().items()},
+        }
     return out
 
 
@@ -36,17 +54,32 @@ def print_options(ctx: Context, console: Console) -> None:
             best = _best_per_gpu([(o.gpu, o.rps_per_replica / o.gpus_per_replica, o) for o in w.inference])
             for o in best:
                 e = o.estimate
-                t.add_row(o.gpu, o.pool.server, o.precision, str(o.gpus_per_replica), str(e.batch),
-                          f"{o.rps_per_replica:.2f}", f"{o.rps_per_replica / o.gpus_per_replica:.2f}",
-                          f"{e.ttft_ms:.0f}", f"{e.tpot_ms:.1f}")
+                t.add_row(
+                    o.gpu,
+                    o.pool.server,
+                    o.precision,
+                    str(o.gpus_per_replica),
+                    str(e.batch),
+                    f"{o.rps_per_replica:.2f}",
+                    f"{o.rps_per_replica / o.gpus_per_replica:.2f}",
+                    f"{e.ttft_ms:.0f}",
+                    f"{e.tpot_ms:.1f}",
+                )
         else:
             for col in ("GPU", "server", "fabric", "GPUs", "days", "MFU", "memory/GPU GB"):
                 t.add_column(col)
             best = _best_per_gpu([(o.gpu, -o.gpus, o) for o in w.training])
             for o in best:
                 e = o.estimate
-                t.add_row(o.gpu, o.pool.server, o.pool.fabric, str(o.gpus), f"{e.days:.1f}", f"{100 * e.mfu:.0f}%",
-                          f"{e.memory_per_gpu_gb:.1f}")
+                t.add_row(
+                    o.gpu,
+                    o.pool.server,
+                    o.pool.fabric,
+                    str(o.gpus),
+                    f"{e.days:.1f}",
+                    f"{100 * e.mfu:.0f}%",
+                    f"{e.memory_per_gpu_gb:.1f}",
+                )
         console.print(t)
         reasons = w.reasons_by_gpu()
         if reasons:

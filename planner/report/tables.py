@@ -9,7 +9,14 @@ import json
 from planner.schema.plan import Plan
 
 PURCHASE_COLUMNS = (
-    "category", "item", "sku", "quantity", "unit_price_usd", "extended_price_usd", "unit_power_w", "notes",
+    "category",
+    "item",
+    "sku",
+    "quantity",
+    "unit_price_usd",
+    "extended_price_usd",
+    "unit_power_w",
+    "notes",
 )
 
 

@@ -35,12 +35,24 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 def _buy(plan: Plan, console: Console) -> None:
     t = Table(title="What to buy", title_justify="left")
-    for col, just in (("category", "left"), ("sku", "left"), ("qty", "right"), ("unit price", "right"),
-                      ("extended", "right"), ("unit power", "right")):
+    for col, just in (
+        ("category", "left"),
+        ("sku", "left"),
+        ("qty", "right"),
+        ("unit price", "right"),
+        ("extended", "right"),
+        ("unit power", "right"),
+    ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in plan.purchase:
-        t.add_row(r.category, r.sku, str(r.quantity), _usd(r.unit_price_usd), _usd(r.extended_price_usd),
-                  f"{r.unit_power_w:,.0f} W")
+        t.add_row(
+            r.category,
+            r.sku,
+            str(r.quantity),
+            _usd(r.unit_price_usd),
+            _usd(r.extended_price_usd),
+            f"{r.unit_power_w:,.0f} W",
+        )
     t.add_row("", "[bold]total capex[/bold]", "", "", f"[bold]{_usd(plan.capex_usd)}[/bold]", "")
     console.print(t)
 
@@ -51,8 +63,16 @@ def _runs(plan: Plan, console: Console) -> None:
         for col in ("job", "GPUs", "server / fabric", "days", "start", "end", "deadline", "MFU"):
             t.add_column(col)
         for r in plan.training:
-            t.add_row(r.name, f"{r.gpus} x {r.gpu}", f"{r.server} / {r.fabric}", f"{r.days:.1f}",
-                      f"{r.start_day:.1f}", f"{r.end_day:.1f}", f"{r.deadline_days:g}", f"{100 * r.mfu:.0f}%")
+            t.add_row(
+                r.name,
+                f"{r.gpus} x {r.gpu}",
+                f"{r.server} / {r.fabric}",
+                f"{r.days:.1f}",
+                f"{r.start_day:.1f}",
+                f"{r.end_day:.1f}",
+                f"{r.deadline_days:g}",
+                f"{100 * r.mfu:.0f}%",
+            )
         console.print(t)
     if plan.inference:
         t = Table(title="Inference services", title_justify="left")
@@ -61,8 +81,13 @@ def _runs(plan: Plan, console: Console) -> None:
         for s in plan.inference:
             for i, r in enumerate(s.replicas):
                 t.add_row(
-                    s.name if i == 0 else "", f"{r.count} x {r.gpus_per_replica} {r.gpu}", r.precision,
-                    f"{r.rps_per_replica:.2f}", str(r.batch), f"{r.ttft_ms:.0f}", f"{r.tpot_ms:.1f}",
+                    s.name if i == 0 else "",
+                    f"{r.count} x {r.gpus_per_replica} {r.gpu}",
+                    r.precision,
+                    f"{r.rps_per_replica:.2f}",
+                    str(r.batch),
+                    f"{r.ttft_ms:.0f}",
+                    f"{r.tpot_ms:.1f}",
                     f"{s.capacity_rps:.1f} / {s.required_rps:g} rps (+{s.spare_replicas} spare)" if i == 0 else "",
                 )
         console.print(t)
@@ -84,8 +109,13 @@ def _limits(plan: Plan, console: Console) -> None:
     for col in ("limit", "used", "of", "slack", ""):
         t.add_column(col)
     for c in plan.constraints:
-        t.add_row(c.name, f"{_num(c.used)} {c.unit}", "-" if c.limit is None else _num(c.limit),
-                  "-" if c.slack is None else _num(c.slack), "[yellow]binding[/yellow]" if c.binding else "")
+        t.add_row(
+            c.name,
+            f"{_num(c.used)} {c.unit}",
+            "-" if c.limit is None else _num(c.limit),
+            "-" if c.slack is None else _num(c.slack),
+            "[yellow]binding[/yellow]" if c.binding else "",
+        )
     console.print(t)
 
 

@@ -116,9 +116,7 @@ class Fabric(Strict):
     @model_validator(mode="after")
     def _check(self) -> Fabric:
         if self.kind != "none":
-            missing = [
-                k for k in ("nic_price", "switch_price", "cable_price") if getattr(self, k) is None
-            ]
+            missing = [k for k in ("nic_price", "switch_price", "cable_price") if getattr(self, k) is None]
             if missing or self.switch_radix < 2 or self.link_gbit_per_s <= 0:
                 raise ValueError(
                     f"fabric {self.id}: a scale-out fabric needs nic_price, switch_price, "

@@ -118,8 +118,46 @@ class InferenceService(Strict):
     ttft_ms: float = Field(default=2000.0, gt=0, le=1e7, description="time to first token target")
     tpot_ms: float = Field(default=100.0, gt=0, le=1e7, description="time per output token target")
     spare_replicas: int = Field(default=0, ge=0, le=1000, description="N+k redundancy")
-    growth_per_year: float | None = Field(default=None, ge=-1, le=100, description="reserved: multi-period")
-    requests_per_s_by_year: list[float] | None = Field(default=None, description="reserved: multi-period")
+    growth_per_year: float | None = Field(
+        default=None,
+        gt=-1,
+        le=100,
+        description="demand growth per year; until multi-period planning, "
+        "the plan serves the last year's (peak) demand",
+    )
+    requests_per_s_by_year: list[float] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="demand per year (year 1 first); the plan serves the peak",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rate_from_years(cls, data: object) -> object:
+        # `requests_per_s_by_year` alone is enough: year 1 is the sustained rate.
+        if isinstance(data, dict) and "requests_per_s" not in data:
+            years = data.get("requests_per_s_by_year")
+            if isinstance(years, list) and years and isinstance(years[0], (int, float)):
+                return {**data, "requests_per_s": years[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_growth(self) -> InferenceService:
+        if self.growth_per_year is not None and self.requests_per_s_by_year is not None:
+            raise ValueError("give growth_per_year or requests_per_s_by_year, not both")
+        for rate in self.requests_per_s_by_year or []:
+            if not (0 < rate <= 1e7):
+                raise ValueError(f"requests_per_s_by_year values must be in (0, 1e7], got {rate}")
+        return self
+
+    def peak_requests_per_s(self, horizon_years: int) -> float:
+        """The demand the hardware bought at year 0 must serve: the highest year's."""
+        if self.requests_per_s_by_year:
+            return max(self.requests_per_s_by_year[:horizon_years])
+        if self.growth_per_year:
+            return max(self.requests_per_s, self.requests_per_s * (1 + self.growth_per_year) ** (horizon_years - 1))
+        return self.requests_per_s
 
 
 class Problem(Strict):
