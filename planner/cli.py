@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape  # messages quote user input: "[red]" in a name is text, not a style
 
 from planner.errors import CatalogError, InputError, PlannerError
 
@@ -40,11 +41,18 @@ def user_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except (InputError, CatalogError) as exc:
-            err.print(f"[bold red]error:[/bold red] {exc}", markup=True, soft_wrap=True)
+            err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", markup=True, soft_wrap=True)
             raise typer.Exit(2) from None
         except PlannerError as exc:
-            err.print(f"[bold red]error:[/bold red] {exc}", soft_wrap=True)
+            err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(1) from None
+        except OSError as exc:
+            # A file the user named cannot be read or written (folder gone, no permission, disk
+            # full) and no inner layer turned it into an InputError: still the user's input, exit 2.
+            where = f"{exc.filename}: " if exc.filename else ""
+            text = escape(f"{where}{exc.strerror or exc}")
+            err.print(f"[bold red]error:[/bold red] {text}", markup=True, soft_wrap=True)
+            raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 

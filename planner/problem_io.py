@@ -6,6 +6,8 @@ closest valid key or catalog name.
 
 from __future__ import annotations
 
+import datetime
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 
 from planner.catalog import Catalog, suggest
 from planner.errors import InputError
-from planner.schema.problem import InferenceService, InlineModel, Problem, TrainingJob
-from planner.yaml_io import Path_, line_of, load_yaml, loads_yaml
+from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
+from planner.yaml_io import Path_, dotted_path, line_of, load_yaml, loads_yaml
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ def loads_problem(text: str, name: str = "<string>") -> LoadedProblem:
 def parse_problem(data: Any, lines: dict[Path_, int], name: str) -> LoadedProblem:
     if not isinstance(data, dict):
         raise InputError(
-            f"expected a mapping of keys (name, training, inference, ...), got {type(data).__name__}",
+            f"expected a mapping of keys (name, training, inference, ...), got {_kind_of(data)}",
             file=name,
             line=1,
         )
@@ -52,20 +54,33 @@ def parse_problem(data: Any, lines: dict[Path_, int], name: str) -> LoadedProble
     return LoadedProblem(problem, name, lines)
 
 
+def _kind_of(value: Any) -> str:
+    """What a YAML author wrote, in their words rather than Python's."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "text" if isinstance(value, str) else type(value).__name__
+
+
 def dotted(loc: tuple[Any, ...], data: Any) -> str:
     """``('training', 1, 'tokens')`` -> ``training.finetune-70b.tokens`` (lists by item name)."""
-    parts: list[str] = []
+    text = ""
     node = data
     for item in loc:
-        if isinstance(item, int) and isinstance(node, list) and item < len(node):
-            entry = node[item]
+        if isinstance(item, int):
+            entry = node[item] if isinstance(node, list) and item < len(node) else None
             label = entry.get("name") if isinstance(entry, dict) else None
-            parts.append(str(label) if isinstance(label, str) else f"[{item}]")
+            # A name that is itself malformed ("[x]", "a b") would garble the path: use the index.
+            valid = isinstance(label, str) and re.fullmatch(NAME_PATTERN, label)
+            text += f".{label}" if valid and text else f"[{item}]"
             node = entry
         else:
-            parts.append(str(item))
+            text += f".{item}" if text else str(item)
             node = node.get(item) if isinstance(node, dict) else None
-    return ".".join(parts).replace(".[", "[")
+    return text
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -100,6 +115,8 @@ _EXPECTED = {
     "finite_number": "expected a finite number",
 }
 _UNION_BRANCHES = {"str", "InlineModel"}
+_SHOULD = re.compile(r"^\w+ should( be)?")
+_WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 
 
 def _to_input_error(exc: ValidationError, data: Any, lines: dict[Path_, int], name: str) -> InputError:
@@ -129,11 +146,17 @@ def _to_input_error(exc: ValidationError, data: Any, lines: dict[Path_, int], na
         # `model: 5`: neither a catalog name nor an inline model.
         message = f"expected a model name or a mapping like {{params_b: 7}}, got {_shown(got)}"
         hint = "names: `planner catalog models`"
+    elif kind in {"too_short", "too_long"}:
+        bound = err.get("ctx", {}).get("min_length" if kind == "too_short" else "max_length")
+        message = f"must have {'at least' if kind == 'too_short' else 'at most'} {bound} item(s), got {len(got or [])}"
     elif kind in _EXPECTED:
         message = f"{_EXPECTED[kind]}, got {_shown(got)}"
         hint = _type_hint(kind, got)
     else:
-        message = f"{err['msg'].replace('Input should be', 'must be').lower()}, got {_shown(got)}"
+        # "String should match pattern ..." -> "must match pattern ...": keep the rest verbatim (regexes).
+        message = f"{_SHOULD.sub(lambda m: 'must' + (m[1] or ''), err['msg'])}, got {_shown(got)}"
+        if kind == "string_pattern_mismatch" and loc[-1:] == ("name",):
+            message = f"must start with a letter or digit; then letters, digits, '_', '.', '-'; got {_shown(got)}"
     key = dotted(loc, data) or None
     return InputError(message, file=name, key=key, line=line_of(lines, loc), hint=hint, more=_distinct(errors) - 1)
 
@@ -143,8 +166,10 @@ def _distinct(errors: list[Any]) -> int:
     locs = [tuple(e["loc"]) for e in errors]
 
     def superseded(loc: tuple[Any, ...]) -> bool:
-        return bool(loc) and loc[-1] in _UNION_BRANCHES and any(
-            len(o) > len(loc) and o[: len(loc) - 1] == loc[:-1] for o in locs
+        return (
+            bool(loc)
+            and loc[-1] in _UNION_BRANCHES
+            and any(len(o) > len(loc) and o[: len(loc) - 1] == loc[:-1] for o in locs)
         )
 
     kept = {_without_branches(loc) for loc in locs if not superseded(loc)}
@@ -176,7 +201,7 @@ def _type_hint(kind: str, got: Any) -> str | None:
         except ValueError:
             return None
         return "write the number without quotes"
-    if kind == "string_type" and isinstance(got, (bool, int, float)):
+    if kind == "string_type" and isinstance(got, (bool, int, float, datetime.date)):  # `name: 2024-01-01` is a date
         return "put the value in quotes to make it text"
     return None
 
@@ -187,19 +212,25 @@ def _locate_value_error(
     """Point a model validator's error at the key it is about, by checking the (type-valid) raw data."""
     if loc == ():
         return _locate_problem_error(message, data, lines, name)
-    # Item-level checks start with the key they are about: "release_day (50.0) must be before ...".
+    # Item-level checks name the keys they compare ("release_day (50.0) must be before deadline_days",
+    # "give growth_per_year or requests_per_s_by_year, not both"): point at the first one written.
     node: Any = data
     for item in loc:
-        node = node[item] if isinstance(node, (dict, list)) else None
-    first = message.split(" ", 1)[0]
-    if isinstance(node, dict):
-        keys = first.split(".", 1)
-        sub = (keys[0],) if keys[0] in node else ()
-        if sub and len(keys) > 1 and isinstance(node[keys[0]], dict) and keys[1] in node[keys[0]]:
-            sub = (*sub, keys[1])
-        if sub:
-            where = (*loc, *sub)
-            return InputError(message, file=name, key=dotted(where, data), line=line_of(lines, where))
+        if isinstance(node, dict):
+            node = node.get(item)
+        elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+            node = node[item]
+        else:
+            return None
+    if not isinstance(node, dict):
+        return None
+    for word in _WORD.findall(message):
+        head, _, rest = word.partition(".")  # "prices_usd.H100-SXM must be ..."
+        if head not in node:
+            continue
+        sub: tuple[str, ...] = (head, rest) if isinstance(node[head], dict) and rest in node[head] else (head,)
+        where = (*loc, *sub)
+        return InputError(message, file=name, key=dotted(where, data), line=line_of(lines, where))
     return None
 
 
@@ -241,13 +272,16 @@ def _locate_problem_error(message: str, data: dict[str, Any], lines: dict[Path_,
             where = ("training", i, "after", k)
             key = f"training.{item['name']}.after"
             if dep.lower() not in jobs:
+                names = [j["name"] for _, j in jobs.values()]
+                service = first_use.get(dep.lower(), ("", 0))[0] == "inference"
                 return InputError(
                     f"names unknown training job {dep!r}",
                     file=name,
                     key=key,
                     line=line_of(lines, where),
-                    hint=suggest(dep, [j["name"] for _, j in jobs.values()])
-                    or f"training jobs: {', '.join(j['name'] for _, j in jobs.values())}",
+                    hint=f"{dep!r} is an inference service; `after` waits for training jobs only"
+                    if service
+                    else suggest(dep, names) or f"training jobs: {', '.join(names)}",
                 )
             if dep.lower() == item["name"].lower():
                 return InputError("a job cannot run after itself", file=name, key=key, line=line_of(lines, where))
@@ -301,7 +335,7 @@ def _need_gpu(loaded: LoadedProblem, catalog: Catalog, gpu: str, loc: tuple[str 
         raise InputError(
             f"unknown GPU {gpu!r}",
             file=loaded.file,
-            key=".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "["),
+            key=dotted_path(loc),
             line=loaded.line(*loc),
             hint=suggest(gpu, list(catalog.gpus)) or "see `planner catalog gpus`",
         )

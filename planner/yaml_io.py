@@ -42,6 +42,7 @@ _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_RE, list("-+0123
 
 
 Path_ = tuple[str | int, ...]
+_KEY_TAGS = {"tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"}  # `<<: *defaults` shares settings
 
 # PyYAML's wording of common slips -> what the user most likely has to change.
 _HINTS = (
@@ -82,7 +83,8 @@ def loads_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[Path_, int]
     lines: dict[Path_, int] = {}
     try:
         node = _compose(text, name)
-        if node is None:
+        # No node, or a lone null ("---", "~"): nothing to plan either way.
+        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
             raise InputError("the file is empty", file=name, hint="start from problems/startup.yaml")
         _walk(node, (), lines, name, [0])
         data = _Loader("").construct_document(node)
@@ -146,8 +148,12 @@ def _key_on_line(lines: dict[Path_, int], line: int | None) -> str | None:
     found = [path for path, at in lines.items() if at == line and path and isinstance(path[-1], str)]
     if not found:
         return None
-    deepest = max(found, key=len)
-    return ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in deepest).replace(".[", "[")
+    return dotted_path(max(found, key=len))
+
+
+def dotted_path(path: Path_) -> str:
+    """``('catalog', 'exclude', 0)`` -> ``catalog.exclude[0]``."""
+    return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" if i else str(x) for i, x in enumerate(path))
 
 
 def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], name: str, count: list[int]) -> None:
@@ -158,11 +164,26 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], name: str, coun
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             line = key_node.start_mark.line + 1
+            # Every key of the format is text; `1:`, `null:`, `yes:` or `[a, b]:` is a slip, and a
+            # list key would crash the constructor ("unhashable") with a far worse message.
+            if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag in _KEY_TAGS):
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a list or mapping"
+                raise InputError(
+                    f"keys must be text, got {shown or 'an empty key'}",
+                    file=name,
+                    key=dotted_path(path) or None,
+                    line=line,
+                    hint="put the key in quotes" if isinstance(key_node, yaml.ScalarNode) else None,
+                )
+            key = key_node.value
             if key in seen:
                 raise InputError(
-                    f"duplicate key {key!r} (first on line {seen[key]})", file=name, line=line
+                    f"duplicate key {key!r} (first on line {seen[key]})",
+                    file=name,
+                    key=dotted_path((*path, key)),
+                    line=line,
+                    hint="YAML would silently keep only the last one; delete one",
                 )
             seen[key] = line
             lines[(*path, key)] = line
