@@ -74,23 +74,25 @@ def solve(
     """Find the lowest-TCO plan that meets every target and limit."""
     from planner.pipeline import plan_problem
     from planner.problem_io import load_problem
-    from planner.report.files import atomic_write_text
+    from planner.report.files import check_writable, write_all
     from planner.report.tables import plan_json, purchase_csv
-    from planner.report.terminal import print_plan
+    from planner.report.terminal import print_infeasible, print_plan
 
+    files: list[str | Path] = [p for p in (csv_path, None if json_path == "-" else json_path) if p]
+    check_writable(files)
     loaded = load_problem(problem)
     plan = plan_problem(loaded, time_limit)
     to_stdout = json_path == "-"
     if not quiet and not to_stdout:
         print_plan(plan, out)
     elif plan.status == "infeasible" and to_stdout:
-        from planner.report.terminal import print_infeasible
-
         print_infeasible(plan, err)
+    outputs: dict[str | Path, str] = {}
     if json_path and not to_stdout:
-        atomic_write_text(json_path, plan_json(plan))
+        outputs[json_path] = plan_json(plan)
     if csv_path:
-        atomic_write_text(csv_path, purchase_csv(plan))
+        outputs[csv_path] = purchase_csv(plan)
+    write_all(outputs)
     if to_stdout:
         sys.stdout.write(plan_json(plan))
     if plan.verification:
