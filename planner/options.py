@@ -143,7 +143,14 @@ def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
         return limits[key]
 
     dependents = {d.lower() for j in problem.training for d in j.after}
-    out = [_training_options(job, problem, catalog, limit, job.name.lower() in dependents) for job in problem.training]
+    from planner.dominance import prune_training
+
+    out = []
+    for job in problem.training:
+        waited_on = job.name.lower() in dependents
+        wo = _training_options(job, problem, catalog, limit, waited_on)
+        wo.training = prune_training(wo.training, problem, catalog, waited_on)
+        out.append(wo)
     out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
     return out
 

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import Fabric, GenerationEfficiency, Gpu, TrainingAssumptions
@@ -69,13 +69,14 @@ def _state_bytes(q: TrainingQuery) -> float:
     return state
 
 
-def memory_per_gpu_bytes(q: TrainingQuery, t: TrainingAssumptions) -> float:
+def memory_per_gpu_bytes(q: TrainingQuery, t: TrainingAssumptions, gpus: int | None = None) -> float:
+    """Bytes per GPU for the job spread over ``gpus`` (default: the query's count)."""
+    n = q.gpus if gpus is None else gpus
     m = q.model
-    state = _state_bytes(q)
     # Tensor parallelism inside a fast-linked server divides the activations.
-    tp = min(q.gpus, q.gpus_per_server, 8) if q.gpu_link != "pcie" else 1
+    tp = min(n, q.gpus_per_server, 8) if q.gpu_link != "pcie" else 1
     activations = q.seq_len * m.layers * m.hidden_size * t.activation_bytes_per_token_layer_hidden / tp
-    return state / q.gpus + activations
+    return _state_bytes(q) / n + activations
 
 
 def precision_mfu(gpu: Gpu, gen: GenerationEfficiency, precision: str) -> tuple[str, float] | None:
@@ -158,16 +159,15 @@ def minimum_gpus(q: TrainingQuery, t: TrainingAssumptions, usable_bytes: float) 
     """The smallest job size whose memory per GPU fits (0 if none up to the size cap)."""
     inside = gpu_counts(q.gpus_per_server, 0)
     for n in inside:
-        if memory_per_gpu_bytes(replace(q, gpus=n), t) <= usable_bytes:
+        if memory_per_gpu_bytes(q, t, n) <= usable_bytes:
             return n
     # Whole servers: activations no longer shrink, so solve state / G + act <= usable for G.
-    whole = replace(q, gpus=q.gpus_per_server)
-    act = memory_per_gpu_bytes(whole, t) - _state_bytes(q) / q.gpus_per_server
+    act = memory_per_gpu_bytes(q, t, q.gpus_per_server) - _state_bytes(q) / q.gpus_per_server
     if act >= usable_bytes:
         return 0
     servers = max(1, math.ceil(_state_bytes(q) / (usable_bytes - act) / q.gpus_per_server))
     while servers <= t.max_servers:
-        if memory_per_gpu_bytes(replace(q, gpus=servers * q.gpus_per_server), t) <= usable_bytes:
+        if memory_per_gpu_bytes(q, t, servers * q.gpus_per_server) <= usable_bytes:
             return servers * q.gpus_per_server
         servers += 1  # rounding guard; one step at most in practice
     return 0

@@ -1,0 +1,111 @@
+"""Exact pruning of training options that can never be in an optimal plan.
+
+Option ``b`` (a job spread over whole servers on a scale-out fabric) is dropped
+when a single-server option ``a`` of the same job is no worse on everything the
+solver weighs: ``a`` bought on its own (its server and a rack) costs no more
+than the least ``b`` can add (its servers, NICs and cables; switches and racks
+may be shared), in TCO and, where the problem limits them, in capex, power and
+racks; it is at least as fast when other jobs wait on this one; and it breaks no
+per-GPU rule (stock, a cap on GPU types). Swapping ``b`` for ``a`` in any plan
+then keeps the plan feasible and costs no more, so dropping ``b`` loses nothing.
+
+Without this, every slow GPU that could train a job on enough servers adds
+options the solver must rule out one by one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.bom import per_rack, pool_spec
+from planner.catalog import Catalog
+from planner.finance import Rates
+from planner.options import TrainingOption
+from planner.schema.problem import Problem
+
+
+@dataclass(frozen=True)
+class Footprint:
+    tco_usd: float
+    capex_usd: float
+    power_w: float
+    racks: int
+
+
+def standalone(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Rates) -> Footprint:
+    """Everything a single-server option needs when bought on its own: an upper bound on what it adds."""
+    spec = pool_spec(catalog, o.pool)
+    rack_price = round(catalog.rack.price.usd)
+    return Footprint(
+        tco_usd=rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server")
+        + rates.unit_tco_usd(rack_price, 0, "rack"),
+        capex_usd=spec.server_price_usd + rack_price,
+        power_w=spec.power_w,
+        racks=1,
+    )
+
+
+def least_added(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Rates) -> Footprint:
+    """The least a whole-server fabric option adds to any plan (servers, NICs, cables)."""
+    spec = pool_spec(catalog, o.pool)
+    fabric = catalog.fabrics[o.pool.fabric]
+    assert fabric.cable_price is not None
+    n = o.gpus // spec.gpus_per_server
+    cable = round(fabric.cable_price.usd)
+    per_server_tco = rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server") + spec.nics_per_server * (
+        rates.unit_tco_usd(spec.nic_price_usd, spec.nic_power_w, "network") + rates.unit_tco_usd(cable, 0, "network")
+    )
+    site = problem.site
+    fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+    return Footprint(
+        tco_usd=n * per_server_tco,
+        capex_usd=n * (spec.server_price_usd + spec.nics_per_server * (spec.nic_price_usd + cable)),
+        power_w=n * spec.power_w,
+        # racks are homogeneous per pool; another job's rack may have up to fit-1 free slots
+        racks=max(0, math.ceil((n - fit + 1) / fit)),
+    )
+
+
+def prune_training(
+    options: list[TrainingOption], problem: Problem, catalog: Catalog, has_dependents: bool
+) -> list[TrainingOption]:
+    rates = Rates.of(problem)
+    singles = [(o, standalone(o, problem, catalog, rates)) for o in options if o.pool.fabric == "none"]
+    singles.sort(key=lambda pair: pair[1].tco_usd)
+    limited = {g.lower() for g in problem.catalog.stock} if problem.policy.max_gpu_types is None else None
+    kept = []
+    for b in options:
+        if b.pool.fabric == "none":
+            kept.append(b)
+            continue
+        low = least_added(b, problem, catalog, rates)
+        if not any(
+            _dominates(a, up, b, low, problem, has_dependents, limited)
+            for a, up in singles
+            if up.tco_usd <= low.tco_usd
+        ):
+            kept.append(b)
+    return kept
+
+
+def _dominates(
+    a: TrainingOption,
+    up: Footprint,
+    b: TrainingOption,
+    low: Footprint,
+    problem: Problem,
+    has_dependents: bool,
+    limited: set[str] | None,
+) -> bool:
+    if limited is None or a.gpu.lower() in limited:
+        # a cap on GPU types or on a GPU's stock: only a swap within the same GPU is safe
+        if a.gpu != b.gpu or a.gpus > b.gpus:
+            return False
+    if has_dependents and a.days > b.days:
+        return False
+    if problem.finance.budget_usd is not None and up.capex_usd > low.capex_usd:
+        return False
+    if problem.site.power_kw is not None and up.power_w > low.power_w:
+        return False
+    return not (problem.site.racks is not None and up.racks > low.racks)
