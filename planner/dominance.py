@@ -98,10 +98,10 @@ def _dominates(
     has_dependents: bool,
     limited: set[str] | None,
 ) -> bool:
-    if limited is None or a.gpu.lower() in limited:
-        # a cap on GPU types or on a GPU's stock: only a swap within the same GPU is safe
-        if a.gpu != b.gpu or a.gpus > b.gpus:
-            return False
+    # a cap on GPU types or on a GPU's stock: only a swap within the same GPU is safe
+    restricted = limited is None or a.gpu.lower() in limited
+    if restricted and (a.gpu != b.gpu or a.gpus > b.gpus):
+        return False
     if has_dependents and a.days > b.days:
         return False
     if problem.finance.budget_usd is not None and up.capex_usd > low.capex_usd:
