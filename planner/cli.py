@@ -152,6 +152,65 @@ def options(
         print_options(ctx, out)
 
 
+@app.command()
+@user_errors
+def whatif(
+    problem: ProblemArg,
+    sets: Annotated[
+        list[str], typer.Option("--set", help="PATH=V1,V2,... (repeatable); e.g. finance.electricity_usd_per_kwh=0.08,0.2")
+    ],
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="write the grid as CSV")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
+) -> None:
+    """Solve a grid of variants of a problem: one row per combination of the swept values."""
+    from planner.problem_io import load_problem
+    from planner.report.files import check_writable, write_all
+    from planner.report.grid_view import print_rows, rows_csv
+    from planner.scenarios import grid, parse_set, run_grid
+
+    if csv_path:
+        check_writable([csv_path])
+    parsed = [parse_set(s) for s in sets]
+    loaded = load_problem(problem)
+    total = len(grid(parsed))
+    with err.status(f"solving {total} variants") as status:
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
+            status.update(f"solved {done[0]}/{total} variants")
+
+        rows = run_grid(loaded, parsed, time_limit, tick)
+    print_rows(rows, out, f"what-if: {problem}")
+    if csv_path:
+        write_all({csv_path: rows_csv(rows)})
+
+
+@app.command()
+@user_errors
+def compare(
+    problems: Annotated[list[Path], typer.Argument(help="problem files to plan side by side")],
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="write the comparison as CSV")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
+) -> None:
+    """Plans side by side: mix, capex, opex per year, TCO, power, racks, binding limits."""
+    from planner.pipeline import plan_problem
+    from planner.problem_io import load_problem
+    from planner.report.files import check_writable, write_all
+    from planner.report.grid_view import print_rows, rows_csv
+    from planner.scenarios import plan_summary
+
+    if csv_path:
+        check_writable([csv_path])
+    loaded = [load_problem(p) for p in problems]  # every file is checked before any solve
+    rows = []
+    for path, lp in zip(problems, loaded, strict=True):
+        rows.append({"problem": str(path), **plan_summary(plan_problem(lp, time_limit))})
+    print_rows(rows, out, "comparison")
+    if csv_path:
+        write_all({csv_path: rows_csv(rows)})
+
+
 @estimate_app.command("inference")
 @user_errors
 def estimate_inference_cmd(

@@ -25,6 +25,7 @@ class LoadedProblem:
     problem: Problem
     file: str
     lines: dict[Path_, int]
+    raw: Any = None  # the mapping as read, for what-if overrides
 
     def line(self, *loc: str | int) -> int | None:
         return line_of(self.lines, loc)
@@ -51,7 +52,7 @@ def parse_problem(data: Any, lines: dict[Path_, int], name: str) -> LoadedProble
         problem = Problem.model_validate(data)
     except ValidationError as exc:
         raise _to_input_error(exc, data, lines, name) from None
-    return LoadedProblem(problem, name, lines)
+    return LoadedProblem(problem, name, lines, data)
 
 
 def _kind_of(value: Any) -> str:
