@@ -156,9 +156,7 @@ def options(
 @user_errors
 def whatif(
     problem: ProblemArg,
-    sets: Annotated[
-        list[str], typer.Option("--set", help="PATH=V1,V2,... (repeatable); e.g. finance.electricity_usd_per_kwh=0.08,0.2")
-    ],
+    sets: Annotated[list[str], typer.Option("--set", help="PATH=V1,V2,... (repeatable), e.g. site.power_kw=100,200")],
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the grid as CSV")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
 ) -> None:
@@ -231,8 +229,17 @@ def estimate_inference_cmd(
     from planner.estimate import run_inference_estimate
 
     result = run_inference_estimate(
-        gpu=gpu, model=model, params_b=params_b, gpus=gpus, precision=precision, input_tokens=input_tokens,
-        output_tokens=output_tokens, concurrency=concurrency, tpot_ms=tpot_ms, ttft_ms=ttft_ms, server=server,
+        gpu=gpu,
+        model=model,
+        params_b=params_b,
+        gpus=gpus,
+        precision=precision,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        concurrency=concurrency,
+        tpot_ms=tpot_ms,
+        ttft_ms=ttft_ms,
+        server=server,
     )
     _print_result(result, as_json)
 
@@ -256,8 +263,16 @@ def estimate_training_cmd(
     from planner.estimate import run_training_estimate
 
     result = run_training_estimate(
-        gpu=gpu, tokens=tokens, model=model, params_b=params_b, gpus=gpus, precision=precision, method=method,
-        fabric=fabric, seq_len=seq_len, server=server,
+        gpu=gpu,
+        tokens=tokens,
+        model=model,
+        params_b=params_b,
+        gpus=gpus,
+        precision=precision,
+        method=method,
+        fabric=fabric,
+        seq_len=seq_len,
+        server=server,
     )
     _print_result(result, as_json)
 
