@@ -52,6 +52,7 @@ class Built:
     fabrics: dict[str, FabricVars] = field(default_factory=dict)
     train: dict[str, list[tuple[TrainingOption, cp_model.IntVar]]] = field(default_factory=dict)
     serve: dict[str, list[tuple[InferenceOption, cp_model.IntVar]]] = field(default_factory=dict)
+    serve_rates: dict[str, tuple[int, int, list[int]]] = field(default_factory=dict)  # need, spare, per replica
     starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
     durations: dict[str, cp_model.LinearExpr] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
@@ -77,6 +78,7 @@ def build(
     _site(b, problem, catalog, relax)
     _policy(b, problem, catalog)
     b.tco = _objective(b, catalog, rates)
+    _service_floors(b, catalog, rates, relax)
     b.model.minimize(b.tco)
     return b
 
@@ -151,17 +153,47 @@ def _serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax
             ub = math.ceil(need / per) + svc.spare_replicas
             reps.append((o, m.new_int_var(0, ub, f"replicas[{w.name}#{i}]"), per))
         b.serve[w.name] = [(o, r) for o, r, _ in reps]
+        b.serve_rates[w.name] = (need, svc.spare_replicas, [per for _, _, per in reps])
         capacity = sum(per * r for _, r, per in reps)
         s = _slack(b, f"service:{w.name}:rate", relax, need)
         m.add(capacity + s >= need).with_name(f"service:{w.name}:rate")
+        if reps and f"service:{w.name}:rate" not in relax:
+            _cover_cuts(m, reps, need, svc.spare_replicas, w.name)
         if svc.spare_replicas:
-            # N+k: the demand is still met with k replicas of the largest kind in use down.
-            for o, r, per in reps:
-                used = m.new_bool_var(f"used[{w.name}#{o.pool.label()}/{o.precision}/tp{o.gpus_per_replica}]")
-                m.add(r == 0).only_enforce_if(~used)
-                m.add(capacity + s >= need + svc.spare_replicas * per).only_enforce_if(used).with_name(
-                    f"service:{w.name}:spare"
-                )
+            _spare(m, reps, capacity + s, need, svc.spare_replicas, w.name)
+
+
+def _spare(m: cp_model.CpModel, reps: list, capacity: cp_model.LinearExpr, need: int, k: int, name: str) -> None:  # type: ignore[type-arg]
+    """N+k: demand is still met with k replicas of the largest kind in use down.
+
+    Incremental form (tighter LP than one indicator per option): with options
+    sorted by replica rate p_1 <= ... <= p_m, u_j says "some option j' >= j is
+    used" (u_1 >= u_2 >= ...), so the largest rate in use is the telescoping sum
+    of (p_j - p_{j-1}) u_j.
+    """
+    ordered = sorted(reps, key=lambda rep: rep[2])
+    us = [m.new_bool_var(f"spare_tier[{name}#{j}]") for j in range(len(ordered))]
+    for j, (_, r, _) in enumerate(ordered):
+        m.add(r <= upper(r) * us[j])
+        if j:
+            m.add(us[j] <= us[j - 1])
+    steps = [per - (ordered[j - 1][2] if j else 0) for j, (_, _, per) in enumerate(ordered)]
+    largest = sum(step * u for step, u in zip(steps, us, strict=True))
+    m.add(capacity >= need + k * largest).with_name(f"service:{name}:spare")
+
+
+def _cover_cuts(m: cp_model.CpModel, reps: list, need: int, spare: int, name: str) -> None:  # type: ignore[type-arg]
+    """Valid inequalities that tighten the LP bound a lot when replicas are large.
+
+    Whatever kinds are used, capacity must reach ``need + spare * (smallest replica)``;
+    in a covering constraint over integers, no replica counts for more than the
+    right-hand side (a replica of 50 rps serving a 10 rps service is one whole
+    replica, not a fifth). There are also at least ``spare + 1`` replicas.
+    """
+    rhs = need + spare * min(per for _, _, per in reps)
+    m.add(sum(min(per, rhs) * r for _, r, per in reps) >= rhs).with_name(f"service:{name}:cover")
+    if spare:
+        m.add(sum(r for _, r, _ in reps) >= spare + 1).with_name(f"service:{name}:spare_count")
 
 
 def _gpu_use(b: Built) -> None:
@@ -264,6 +296,46 @@ def _policy(b: Built, problem: Problem, catalog: Catalog) -> None:
                 m.add(p.servers == 0).only_enforce_if(~flag)
             used.append(flag)
         m.add(sum(used) <= k).with_name("policy:max_gpu_types")
+
+
+def _service_floors(b: Built, catalog: Catalog, rates: Rates, relax: Collection[str]) -> None:
+    """A per-service lower bound on the cost of its GPUs, as a cut the LP can use.
+
+    Whole replicas (and N+k spares) make a service's cost a step function of its
+    demand; the LP relaxation sees only the slope. Each service is solved alone
+    over its replica counts, pricing a GPU at its share of a server and a rack
+    (servers and racks shared with other services cost no less than that share),
+    and the proven bound becomes ``sum(gpu cost x replicas) >= bound``. The cut
+    is implied by the model, so it changes no optimum; it only closes the gap
+    sooner on problems with many services.
+    """
+    site_per_gpu: dict[PoolKey, int] = {}
+    for key, p in b.pools.items():
+        server = rates.unit_tco_usd(p.spec.server_price_usd, p.spec.server_power_w, "server")
+        rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
+        site_per_gpu[key] = math.floor((server + rack / p.fit_per_rack) / p.spec.gpus_per_server)
+    for name, reps in b.serve.items():
+        if not reps or f"service:{name}:rate" in relax:
+            continue
+        need, spare, pers = b.serve_rates[name]
+        costs = [site_per_gpu[o.pool] * o.gpus_per_replica for o, _ in reps]
+        alone = cp_model.CpModel()
+        rs = [alone.new_int_var(0, upper(r), "r") for _, r in reps]
+        triples = list(zip(reps, rs, pers, strict=True))
+        capacity = sum(per * r for _, r, per in triples)
+        alone.add(capacity >= need)
+        if spare:
+            _spare(alone, [(o, r, per) for (o, _), r, per in triples], capacity, need, spare, name)
+        alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_deterministic_time = 0.5
+        status = solver.solve(alone)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            bound = math.floor(solver.best_objective_bound)
+            b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
+                f"service:{name}:floor"
+            )
 
 
 def _objective(b: Built, catalog: Catalog, rates: Rates) -> cp_model.LinearExpr:
