@@ -209,6 +209,30 @@ def compare(
         write_all({csv_path: rows_csv(rows)})
 
 
+@app.command()
+@user_errors
+def calibrate(
+    csv_path: Annotated[
+        Path | None, typer.Option("--csv", help="measurement table (default: the bundled calibration/measured.csv)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON: summaries and every row")] = False,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="write the report as Markdown tables")] = None,
+) -> None:
+    """The performance model against published measurements: median and worst ratio per family."""
+    from planner.calibrate import print_report, report_json, report_markdown, run_calibration
+    from planner.report.files import check_writable, write_all
+
+    if markdown:
+        check_writable([markdown])
+    report = run_calibration(csv_path)
+    if markdown:
+        write_all({markdown: report_markdown(report)})
+    if as_json:
+        sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
+    else:
+        print_report(report, out)
+
+
 @estimate_app.command("inference")
 @user_errors
 def estimate_inference_cmd(
