@@ -483,9 +483,9 @@ def _inference_metric(metric: str, est: InferenceEstimate, replicas: int) -> flo
     if metric == "output_tokens_per_s_per_gpu":
         return est.output_tokens_per_s_per_gpu
     if metric.startswith("ttft_ms"):
-        return est.ttft_ms
+        return est.ttft_p99_ms if metric.endswith("p99") else est.ttft_ms
     if metric.startswith("tpot_ms"):
-        return est.tpot_ms
+        return est.tpot_p99_ms if metric.endswith("p99") else est.tpot_ms
     raise Skip(f"metric {metric!r} not modelled")
 
 
@@ -535,9 +535,10 @@ def predict_training(catalog: Catalog, m: Measurement, gpu: Gpu) -> tuple[float,
     est = estimate_training(q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction)
     if not est.fits:
         raise Skip(f"model infeasible: {est.reason}")
-    seconds = est.days * 86_400
+    seconds = est.days * 86_400  # wall time, goodput included (what GPU-hours rows count)
+    steady = seconds * est.goodput  # what throughput rows measure
     values: dict[str, Callable[[], float]] = {
-        "tokens_per_s_per_gpu": lambda: tokens / seconds / gpus,
+        "tokens_per_s_per_gpu": lambda: tokens / steady / gpus,
         "tflops_per_gpu": lambda: est.tflops_per_gpu,
         "aggregate_pflops": lambda: est.tflops_per_gpu * gpus / 1e3,
         "mfu_pct": lambda: est.mfu * 100,

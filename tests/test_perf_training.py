@@ -61,7 +61,8 @@ def test_days_are_flops_over_achieved_throughput(catalog):
     q = _q(catalog, model=shape_of("llama-3.1-8b", catalog), gpus=8, tokens=1e11)
     est = _est(catalog, q)
     mfu = catalog.efficiency.generations["hopper"].mfu["bf16"]
-    hand = est.total_flops / (8 * 989.4e12 * mfu) / 86400
+    goodput = catalog.efficiency.training.goodput  # failures, restarts, checkpoints
+    hand = est.total_flops / (8 * 989.4e12 * mfu) / 86400 / goodput
     assert est.fits and est.days == pytest.approx(hand)
 
 

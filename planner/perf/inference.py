@@ -51,8 +51,10 @@ class InferenceEstimate:
     batch: int = 0
     output_tokens_per_s: float = 0.0
     output_tokens_per_s_per_gpu: float = 0.0
-    ttft_ms: float = 0.0
+    ttft_ms: float = 0.0  # means
     tpot_ms: float = 0.0
+    ttft_p99_ms: float = 0.0  # what latency targets are held to
+    tpot_p99_ms: float = 0.0
     requests_per_s: float = 0.0
     planning_requests_per_s: float = 0.0
     weights_gb: float = 0.0
@@ -81,7 +83,8 @@ class _Replica:
         self.ctx_max = q.input_tokens + q.output_tokens
         self.usable_bytes = t * q.gpu.memory_gb * 1e9 * (1 - s.memory_reserve_fraction)
         self.bw = t * q.gpu.memory_bandwidth_gb_per_s * 1e9 * gen.bandwidth_eff
-        self.flops = t * q.gpu.tflops_dense[compute] * 1e12 * gen.compute_eff
+        self.compute_eff = gen.compute_eff_for(compute)
+        self.flops = t * q.gpu.tflops_dense[compute] * 1e12 * self.compute_eff
         self.hidden = m.hidden_size
 
     def max_batch_by_memory(self) -> int:
@@ -124,12 +127,36 @@ class _Replica:
         flops = 2 * m.active_params_b * 1e9 * n + 2 * m.layers * n * n * m.hidden_size
         return max(flops / self.flops, self.weights_read(n) / self.bw) + self._allreduce_s(n)
 
+    def prefill_latency_s(self) -> float:
+        """A prompt's own prefill pass, with the per-layer fixed cost that batched
+        prefills inside an iteration share (so throughput does not pay it per request)."""
+        return self.prefill_s() + self.q.model.layers * self.s.prefill_overhead_us_per_layer * 1e-6
+
     def iteration_s(self, batch: int) -> float:
         # Each step admits batch/output new requests; their prefill shares the step.
         return self.step_s(batch)[0] + batch / self.q.output_tokens * self.prefill_s()
 
+    def _queue_s(self, batch: int) -> float:
+        """Mean wait before a new request's prefill: the other sequences' iterations.
+
+        A request arriving at a busy replica waits for the running iteration and is
+        prefilled inside the next one (``ttft_queue_iterations``, fitted to MLPerf
+        Server); alone on the replica (batch 1) it waits for nothing.
+        """
+        others = (batch - 1) / batch
+        own_share = self.prefill_s() / self.q.output_tokens
+        return self.s.ttft_queue_iterations * (self.iteration_s(batch) - own_share) * others
+
     def ttft_s(self, batch: int) -> float:
-        return self.prefill_s() + self.iteration_s(batch)
+        return self.prefill_latency_s() + self._queue_s(batch)
+
+    def ttft_p99_s(self, batch: int) -> float:
+        return self.prefill_latency_s() + self.s.ttft_p99_factor * self._queue_s(batch)
+
+    def tpot_p99_s(self, batch: int) -> float:
+        # step times vary with the prefill mixed into them; a lone sequence does not
+        spread = (self.s.tpot_p99_factor - 1) * (batch - 1) / batch
+        return self.iteration_s(batch) * (1 + spread)
 
 
 def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
@@ -165,6 +192,8 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
         output_tokens_per_s_per_gpu=batch / it / q.gpus,
         ttft_ms=r.ttft_s(batch) * 1e3,
         tpot_ms=it * 1e3,
+        ttft_p99_ms=r.ttft_p99_s(batch) * 1e3,
+        tpot_p99_ms=r.tpot_p99_s(batch) * 1e3,
         requests_per_s=rps,
         planning_requests_per_s=rps * serving.headroom,
         max_batch_by_memory=by_memory,
@@ -174,19 +203,19 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
 
 
 def _choose_batch(r: _Replica, q: InferenceQuery, by_memory: int) -> tuple[int, str]:
-    """The concurrency asked for, else the largest batch meeting the latency targets."""
+    """The concurrency asked for, else the largest batch meeting the latency targets (as p99)."""
     if q.concurrency is not None:
         if q.concurrency > by_memory:
             return 0, f"concurrency {q.concurrency} needs more KV cache than fits (at most {by_memory})"
         return q.concurrency, ""
 
     def ok(b: int) -> bool:
-        if q.tpot_ms is not None and r.iteration_s(b) * 1e3 > q.tpot_ms:
+        if q.tpot_ms is not None and r.tpot_p99_s(b) * 1e3 > q.tpot_ms:
             return False
-        return not (q.ttft_ms is not None and r.ttft_s(b) * 1e3 > q.ttft_ms)
+        return not (q.ttft_ms is not None and r.ttft_p99_s(b) * 1e3 > q.ttft_ms)
 
     if not ok(1):
-        tpot1, ttft1 = r.iteration_s(1) * 1e3, r.ttft_s(1) * 1e3
+        tpot1, ttft1 = r.tpot_p99_s(1) * 1e3, r.ttft_p99_s(1) * 1e3
         if q.tpot_ms is not None and tpot1 > q.tpot_ms:
             return 0, f"misses TPOT: {tpot1:.1f} ms at batch 1 > target {q.tpot_ms:g} ms"
         return 0, f"misses TTFT: {ttft1:.0f} ms at batch 1 > target {q.ttft_ms:g} ms"
@@ -203,9 +232,13 @@ def _choose_batch(r: _Replica, q: InferenceQuery, by_memory: int) -> tuple[int, 
 def _factors(r: _Replica) -> dict[str, float | str]:
     return {
         "generation": r.q.gpu.generation,
+        "calibrated": "yes" if r.gen.calibrated else "no: no published measurements for this generation",
         "compute_precision": r.compute,
         "bandwidth_eff": r.gen.bandwidth_eff,
-        "compute_eff": r.gen.compute_eff,
+        "compute_eff": r.compute_eff,
+        "ttft_queue_iterations": r.s.ttft_queue_iterations,
+        "ttft_p99_factor": r.s.ttft_p99_factor,
+        "tpot_p99_factor": r.s.tpot_p99_factor,
         "memory_reserve_fraction": r.s.memory_reserve_fraction,
         "headroom": r.s.headroom,
         "link": r.q.link.kind,

@@ -47,6 +47,7 @@ class TrainingEstimate:
     total_flops: float = 0.0
     memory_per_gpu_gb: float = 0.0
     scaling: float = 0.0
+    goodput: float = 1.0
     factors: dict[str, float | str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -119,6 +120,7 @@ def estimate_training(
     min_gpus = minimum_gpus(q, t, usable)
     factors: dict[str, float | str] = {
         "generation": q.gpu.generation,
+        "calibrated": "yes" if gen.calibrated else "no: no published measurements for this generation",
         "compute_precision": compute,
         "mfu": mfu,
         "fabric": q.fabric.id if q.fabric else "none",
@@ -135,7 +137,8 @@ def estimate_training(
         )
     share = scaling(q, t)
     achieved = q.gpu.tflops_dense[compute] * 1e12 * mfu * share
-    days = flops / (q.gpus * achieved) / _SECONDS_PER_DAY
+    # wall time: steady-state steps plus what failures, restarts and checkpoints cost
+    days = flops / (q.gpus * achieved) / _SECONDS_PER_DAY / t.goodput
     return TrainingEstimate(
         fits=True,
         min_gpus=min_gpus,
@@ -145,6 +148,7 @@ def estimate_training(
         total_flops=flops,
         memory_per_gpu_gb=mem / 1e9,
         scaling=share,
+        goodput=t.goodput,
         factors=factors,
     )
 

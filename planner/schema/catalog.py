@@ -181,8 +181,26 @@ class GenerationEfficiency(Strict):
     """Achieved fractions of peak, per GPU generation: visible, overridable assumptions."""
 
     bandwidth_eff: float = Field(gt=0, le=1, description="achieved share of HBM bandwidth in decode")
-    compute_eff: float = Field(gt=0, le=1, description="achieved share of dense peak FLOPS in prefill")
+    compute_eff: dict[Precision | Literal["default"], float] = Field(
+        description="achieved share of dense peak FLOPS in prefill and compute-bound decode, per compute "
+        "precision ('default' for the others): low-precision peaks are harder to reach"
+    )
     mfu: dict[Precision, float] = Field(description="training model-FLOPs utilisation per precision")
+    calibrated: bool = Field(
+        default=False, description="fitted to published measurements (else a judgement, outside the calibrated range)"
+    )
+
+    def compute_eff_for(self, precision: str) -> float:
+        return self.compute_eff.get(precision, self.compute_eff["default"])  # type: ignore[call-overload]
+
+    @model_validator(mode="after")
+    def _check(self) -> GenerationEfficiency:
+        if "default" not in self.compute_eff:
+            raise ValueError("compute_eff needs a 'default' entry")
+        if not all(0 < v <= 1 for v in [*self.compute_eff.values(), *self.mfu.values()]):
+            raise ValueError("efficiencies are shares of peak: in (0, 1]")
+        return self
+
     source: Source
     notes: str = ""
 
@@ -194,6 +212,14 @@ class ServingAssumptions(Strict):
     max_batch: int = Field(ge=1, description="largest concurrent batch an engine schedules per replica")
     headroom: float = Field(gt=0, le=1, description="plan replicas to run at this share of their capacity")
     step_overhead_ms: float = Field(ge=0, description="fixed per decode step: scheduling, kernel launch")
+    prefill_overhead_us_per_layer: float = Field(
+        ge=0, description="fixed cost per layer of a prefill pass (kernel launches; no CUDA graphs there)"
+    )
+    ttft_queue_iterations: float = Field(
+        ge=0, description="mean engine iterations a new request waits under load before its first token"
+    )
+    ttft_p99_factor: float = Field(ge=1, description="p99 / mean time to first token at load")
+    tpot_p99_factor: float = Field(ge=1, description="p99 / mean time per output token at load")
     link_latency_us: dict[str, float] = Field(description="per all-reduce, by in-server GPU link kind")
     link_eff: float = Field(gt=0, le=1, description="achieved share of link bandwidth in all-reduce")
     int4_overhead: float = Field(ge=1, description="bytes factor for int4 group scales and zeros")
@@ -213,6 +239,9 @@ class TrainingAssumptions(Strict):
         gt=0, description="checkpointed activation bytes per token x layer x hidden (recompute on)"
     )
     max_servers: int = Field(ge=1, description="largest job size considered, in servers")
+    goodput: float = Field(
+        gt=0, le=1, description="share of a job's wall time spent on useful steps (failures, restarts, checkpoints)"
+    )
     source: Source
 
 
