@@ -23,7 +23,7 @@ def no_option_diagnosis(ctx: Context, empty: list[WorkloadOptions]) -> Diagnosis
     lines = []
     for w in empty:
         what = "training job" if w.kind == "training" else "service"
-        lines.append(f"{what} {w.name} ({w.shape.name}): no GPU in the catalog can run it within its targets:")
+        lines.append(f"{what} {w.name} ({w.label}): no GPU in the catalog can run it within its targets:")
         for gpu, reasons in sorted(w.reasons_by_gpu().items()):
             lines.append(f"  {gpu}: {_closest(reasons)}")
     names = [f"{'job' if w.kind == 'training' else 'service'}:{w.name}" for w in empty]

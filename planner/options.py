@@ -18,7 +18,7 @@ from planner.perf.inference import InferenceEstimate, InferenceQuery, Link, esti
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
 from planner.schema.catalog import Gpu, ServerChassis
-from planner.schema.problem import InferenceService, Problem, TrainingJob
+from planner.schema.problem import InferenceService, MeasuredThroughput, Problem, TrainingJob
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class InferenceOption:
     precision: str
     gpus_per_replica: int
     estimate: InferenceEstimate
+    measured: bool = False  # from the user's benchmark, not the model
 
     @property
     def gpu(self) -> str:
@@ -66,7 +67,12 @@ class Rejection:
 class WorkloadOptions:
     name: str
     kind: str  # training | inference
-    shape: ModelShape
+    shape: ModelShape | None  # None: a generic service planned from measurements
+
+    @property
+    def label(self) -> str:
+        return self.shape.name if self.shape else "generic"
+
     inference: list[InferenceOption] = field(default_factory=list)
     training: list[TrainingOption] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
@@ -156,9 +162,15 @@ def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
 
 
 def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> WorkloadOptions:  # type: ignore[no-untyped-def]
-    shape = shape_of(svc.model, catalog)
+    shape = shape_of(svc.model, catalog) if svc.model is not None else None
     wo = WorkloadOptions(svc.name, "inference", shape)
     eff = catalog.efficiency
+    # the user's benchmarks, by (GPU, precision, GPUs per replica); excluded GPUs drop out
+    measured = {
+        (gid, m.precision, m.gpus_per_replica): m
+        for m in svc.measured
+        if (gid := catalog.find_gpu_id(m.gpu)) is not None
+    }
     for chassis in catalog.servers.values():
         for gpu_id in chassis.gpus:
             gpu = catalog.gpus[gpu_id]
@@ -168,8 +180,11 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
                 wo.rejected.append(Rejection(gpu_id, chassis.id, why))
                 continue
             found: list[InferenceOption] = []
-            for precision in svc.precisions:
-                for tp in max_tp_candidates(chassis.gpus_per_server):
+            tps = max_tp_candidates(chassis.gpus_per_server)
+            for precision in svc.precisions if shape is not None else []:
+                for tp in tps:
+                    if (gpu_id, precision, tp) in measured:
+                        continue  # measured numbers win (below)
                     q = InferenceQuery(
                         model=shape,
                         gpu=gpu,
@@ -186,8 +201,50 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
                         found.append(InferenceOption(svc.name, key, precision, tp, est))
                     else:
                         wo.rejected.append(Rejection(gpu_id, chassis.id, f"{precision} TP{tp}: {est.reason}"))
+            for (gid, precision, tp), entry in measured.items():
+                if gid != gpu_id:
+                    continue
+                reason = _measured_problem(svc, entry, tp, tps)
+                if reason:
+                    wo.rejected.append(Rejection(gpu_id, chassis.id, f"measured {precision} x{tp}: {reason}"))
+                else:
+                    found.append(InferenceOption(svc.name, key, precision, tp, _measured_estimate(svc, entry), True))
             wo.inference.extend(_undominated(found))
+    if svc.generic and not wo.inference and not wo.rejected:
+        wo.rejected.append(Rejection("-", "-", "no measured GPU is in the catalog after exclusions"))
     return wo
+
+
+def _measured_problem(svc: InferenceService, entry: MeasuredThroughput, tp: int, tps: list[int]) -> str:
+    if tp not in tps:
+        return f"{tp} GPUs per replica do not pack into this server (one of {tps})"
+    if svc.generic:
+        return ""
+    if entry.precision not in svc.precisions:
+        return f"precision {entry.precision} is not in this service's precisions"
+    if entry.ttft_ms is not None and entry.ttft_ms > svc.ttft_ms:
+        return f"your measured TTFT {entry.ttft_ms:g} ms misses the {svc.ttft_ms:g} ms target"
+    if entry.tpot_ms is not None and entry.tpot_ms > svc.tpot_ms:
+        return f"your measured TPOT {entry.tpot_ms:g} ms misses the {svc.tpot_ms:g} ms target"
+    return ""
+
+
+def _measured_estimate(svc: InferenceService, entry: MeasuredThroughput) -> InferenceEstimate:
+    """A user's benchmark, dressed as an estimate: taken as is, no headroom taken off."""
+    rps = entry.requests_per_s
+    tokens = 0.0 if svc.generic else rps * svc.output_tokens
+    return InferenceEstimate(
+        fits=True,
+        requests_per_s=rps,
+        planning_requests_per_s=rps,
+        output_tokens_per_s=tokens,
+        output_tokens_per_s_per_gpu=tokens / entry.gpus_per_replica,
+        ttft_ms=entry.ttft_ms or 0.0,
+        tpot_ms=entry.tpot_ms or 0.0,
+        ttft_p99_ms=entry.ttft_ms or 0.0,
+        tpot_p99_ms=entry.tpot_ms or 0.0,
+        factors={"source": "measured (problem file)"},
+    )
 
 
 def _undominated(found: list[InferenceOption]) -> list[InferenceOption]:

@@ -317,8 +317,11 @@ def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
         *(("training", i, j) for i, j in enumerate(p.training)),
         *(("inference", i, s) for i, s in enumerate(p.inference)),
     ]
+    for index, svc in enumerate(p.inference):
+        for row, entry in enumerate(svc.measured):
+            _need_gpu(loaded, catalog, entry.gpu, ("inference", index, "measured", row, "gpu"))
     for kind, index, item in workloads:
-        if isinstance(item.model, InlineModel):
+        if item.model is None or isinstance(item.model, InlineModel):
             continue
         if catalog.find_model_id(item.model) is None:
             raise InputError(

@@ -13,8 +13,8 @@ from collections import defaultdict
 from planner.catalog import Catalog
 from planner.perf.inference import InferenceQuery, estimate_inference
 from planner.perf.shapes import shape_of
-from planner.schema.plan import Plan
-from planner.schema.problem import Problem
+from planner.schema.plan import Plan, ReplicaRow
+from planner.schema.problem import InferenceService, Problem
 
 TOL_USD = 1.0
 REL = 1e-6
@@ -139,10 +139,7 @@ def _training(problem: Problem, plan: Plan, errs: list[str]) -> None:
 
 
 def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
-    from planner.options import link_for
-
     rows = {s.name: s for s in plan.inference}
-    eff = catalog.efficiency
     for svc in problem.inference:
         row = rows.get(svc.name)
         if row is None:
@@ -151,33 +148,11 @@ def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) 
         capacity = 0.0
         largest = 0.0
         for rep in row.replicas:
-            gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
-            if rep.precision not in svc.precisions:
-                errs.append(f"service {svc.name}: precision {rep.precision} not allowed")
-            q = InferenceQuery(
-                model=shape_of(svc.model, catalog),
-                gpu=gpu,
-                gpus=rep.gpus_per_replica,
-                precision=rep.precision,
-                input_tokens=svc.input_tokens,
-                output_tokens=svc.output_tokens,
-                link=link_for(chassis, gpu, rep.gpus_per_replica),
-                concurrency=rep.batch,
+            problem_with = (
+                _check_measured(svc, rep, catalog) if rep.source == "measured" else _check_modelled(svc, rep, catalog)
             )
-            est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
-            if not est.fits:
-                errs.append(f"service {svc.name}: {rep.gpu} TP{rep.gpus_per_replica} does not fit: {est.reason}")
-                continue
-            if est.tpot_ms > svc.tpot_ms + 1e-6 or est.ttft_ms > svc.ttft_ms + 1e-6:
-                errs.append(
-                    f"service {svc.name}: {rep.gpu} misses latency "
-                    f"(TTFT {est.ttft_ms:.0f} ms, TPOT {est.tpot_ms:.1f} ms)"
-                )
-            if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
-                errs.append(
-                    f"service {svc.name}: {rep.gpu} claims {rep.rps_per_replica} rps "
-                    f"> {est.planning_requests_per_s:.3f}"
-                )
+            if problem_with:
+                errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {problem_with}")
             capacity += rep.count * rep.rps_per_replica
             largest = max(largest, rep.rps_per_replica)
         need = svc.peak_requests_per_s(problem.horizon_years)
@@ -186,6 +161,51 @@ def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) 
                 f"service {svc.name}: capacity {capacity:.3f} rps < {need} required"
                 + (f" + {svc.spare_replicas} spare" if svc.spare_replicas else "")
             )
+
+
+def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> str:
+    """Recompute the replica with the performance model; targets are held as p99."""
+    from planner.options import link_for
+
+    gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    if svc.model is None:
+        return "a generic service has only measured replicas"
+    if rep.precision not in svc.precisions:
+        return "precision not allowed"
+    q = InferenceQuery(
+        model=shape_of(svc.model, catalog),
+        gpu=gpu,
+        gpus=rep.gpus_per_replica,
+        precision=rep.precision,
+        input_tokens=svc.input_tokens,
+        output_tokens=svc.output_tokens,
+        link=link_for(chassis, gpu, rep.gpus_per_replica),
+        concurrency=rep.batch,
+    )
+    eff = catalog.efficiency
+    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+    if not est.fits:
+        return f"does not fit: {est.reason}"
+    if est.tpot_p99_ms > svc.tpot_ms + 1e-6 or est.ttft_p99_ms > svc.ttft_ms + 1e-6:
+        return f"misses latency (p99 TTFT {est.ttft_p99_ms:.0f} ms, TPOT {est.tpot_p99_ms:.1f} ms)"
+    if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
+        return f"claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}"
+    return ""
+
+
+def _check_measured(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> str:
+    """A measured replica can claim no more than the user's own benchmark."""
+    for m in svc.measured:
+        same = (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
+            rep.gpu,
+            rep.precision,
+            rep.gpus_per_replica,
+        )
+        if same:
+            if rep.rps_per_replica > m.requests_per_s + 1e-6:
+                return f"claims {rep.rps_per_replica} rps > measured {m.requests_per_s}"
+            return ""
+    return "marked measured, but the problem has no such measurement"
 
 
 def _finance(plan: Plan, errs: list[str]) -> None:

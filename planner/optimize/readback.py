@@ -202,9 +202,13 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     ttft_ms=round(e.ttft_ms, 1),
                     tpot_ms=round(e.tpot_ms, 2),
                     batch=e.batch,
+                    source="measured" if o.measured else "model",
                 )
             )
-        model = svc.model if isinstance(svc.model, str) else f"dense-{svc.model.params_b:g}b"
+        if svc.model is None:
+            model = "generic"
+        else:
+            model = svc.model if isinstance(svc.model, str) else f"dense-{svc.model.params_b:g}b"
         rows.append(
             InferenceRow(
                 name=svc.name,

@@ -38,7 +38,7 @@ def options_json(ctx: Context) -> dict[str, Any]:
             )
         out[w.name] = {
             "kind": w.kind,
-            "model": w.shape.name,
+            "model": w.label,
             "feasible": rows,
             "infeasible": {g: r for g, r in w.reasons_by_gpu().items()},
         }
@@ -47,7 +47,7 @@ def options_json(ctx: Context) -> dict[str, Any]:
 
 def print_options(ctx: Context, console: Console) -> None:
     for w in ctx.workloads:
-        t = Table(title=f"{w.kind} {w.name} ({w.shape.name})", title_justify="left")
+        t = Table(title=f"{w.kind} {w.name} ({w.label})", title_justify="left")
         if w.kind == "inference":
             for col in ("GPU", "server", "precision", "TP", "batch", "rps/replica", "rps/GPU", "TTFT ms", "TPOT ms"):
                 t.add_column(col)

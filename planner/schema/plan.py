@@ -50,6 +50,7 @@ class ReplicaRow(Out):
     ttft_ms: float
     tpot_ms: float
     batch: int
+    source: str = "model"  # model | measured (your benchmark from the problem file)
 
 
 class InferenceRow(Out):

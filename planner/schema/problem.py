@@ -104,9 +104,32 @@ class TrainingJob(Strict):
         return self
 
 
+class MeasuredThroughput(Strict):
+    """Your own benchmark of one replica: it wins over the performance model.
+
+    ``requests_per_s`` is what one replica sustains while meeting the service's
+    latency targets (no headroom is taken off it). For a generic (non-LLM)
+    service this table is the only source of figures.
+    """
+
+    gpu: str = Field(min_length=1, description="GPU id")
+    precision: Precision = "bf16"
+    gpus_per_replica: int = Field(default=1, ge=1, le=1024)
+    requests_per_s: float = Field(gt=0, le=1e7, description="per replica, at the service's targets")
+    ttft_ms: float | None = Field(default=None, gt=0, le=1e7, description="measured; checked against the target")
+    tpot_ms: float | None = Field(default=None, gt=0, le=1e7, description="measured; checked against the target")
+
+
 class InferenceService(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
-    model: str | InlineModel
+    model: str | InlineModel | None = Field(
+        default=None,
+        description="an LLM from catalogs/models.yaml or {params_b: ...}; omit for a generic "
+        "service (OCR, speech, vision) planned from `measured` alone",
+    )
+    measured: list[MeasuredThroughput] = Field(
+        default_factory=list, max_length=1000, description="your benchmarks per (GPU, precision, GPUs per replica)"
+    )
     precisions: list[Precision] = Field(
         default_factory=lambda: ["bf16", "fp8", "int8", "int4"],
         min_length=1,
@@ -142,8 +165,14 @@ class InferenceService(Strict):
                 return {**data, "requests_per_s": years[0]}
         return data
 
+    @property
+    def generic(self) -> bool:
+        return self.model is None
+
     @model_validator(mode="after")
     def _check_growth(self) -> InferenceService:
+        if self.model is None and not self.measured:
+            raise ValueError("a service needs a `model` (an LLM) or a `measured` throughput table (generic service)")
         if self.growth_per_year is not None and self.requests_per_s_by_year is not None:
             raise ValueError("give growth_per_year or requests_per_s_by_year, not both")
         for rate in self.requests_per_s_by_year or []:
