@@ -49,7 +49,18 @@ def print_options(ctx: Context, console: Console) -> None:
     for w in ctx.workloads:
         t = Table(title=f"{w.kind} {w.name} ({w.label})", title_justify="left")
         if w.kind == "inference":
-            for col in ("GPU", "server", "precision", "TP", "batch", "rps/replica", "rps/GPU", "TTFT ms", "TPOT ms"):
+            for col in (
+                "GPU",
+                "server",
+                "precision",
+                "TP",
+                "batch",
+                "rps/replica",
+                "rps/GPU",
+                "TTFT ms",
+                "TPOT ms",
+                "figures from",
+            ):
                 t.add_column(col)
             best = _best_per_gpu([(o.gpu, o.rps_per_replica / o.gpus_per_replica, o) for o in w.inference])
             for o in best:
@@ -64,9 +75,10 @@ def print_options(ctx: Context, console: Console) -> None:
                     f"{o.rps_per_replica / o.gpus_per_replica:.2f}",
                     f"{e.ttft_ms:.0f}",
                     f"{e.tpot_ms:.1f}",
+                    _provenance(o.measured, e.factors),
                 )
         else:
-            for col in ("GPU", "server", "fabric", "GPUs", "days", "MFU", "memory/GPU GB"):
+            for col in ("GPU", "server", "fabric", "GPUs", "days", "MFU", "memory/GPU GB", "figures from"):
                 t.add_column(col)
             best = _best_per_gpu([(o.gpu, -o.gpus, o) for o in w.training])
             for o in best:
@@ -79,6 +91,7 @@ def print_options(ctx: Context, console: Console) -> None:
                     f"{e.days:.1f}",
                     f"{100 * e.mfu:.0f}%",
                     f"{e.memory_per_gpu_gb:.1f}",
+                    _provenance(False, e.factors),
                 )
         console.print(t)
         reasons = w.reasons_by_gpu()
@@ -87,6 +100,14 @@ def print_options(ctx: Context, console: Console) -> None:
             for gpu, why in sorted(reasons.items()):
                 console.print(f"  {gpu}: {why[-1]}", markup=False)
         console.print()
+
+
+def _provenance(measured: bool, factors: dict[str, Any]) -> str:
+    """Say where a row's figures come from, and whether the model is on calibrated ground."""
+    if measured:
+        return "your benchmark"
+    calibrated = str(factors.get("calibrated", "")).startswith("yes")
+    return "model (calibrated)" if calibrated else "[yellow]model (uncalibrated generation)[/yellow]"
 
 
 def _best_per_gpu(scored: list[tuple[str, float, Any]]) -> list[Any]:
