@@ -70,9 +70,15 @@ def solve(
         float | None, typer.Option("--time-limit", min=0.01, help="solver limit in deterministic seconds")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no terminal summary")] = False,
+    explain_plan: Annotated[
+        bool, typer.Option("--explain", help="measure what each limit is worth, budget steps and a runner-up plan")
+    ] = False,
+    why_not: Annotated[
+        list[str] | None, typer.Option("--why-not", help="GPU id (repeatable, or 'all'): the best plan using it")
+    ] = None,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
-    from planner.pipeline import plan_problem
+    from planner.pipeline import plan_context, prepare
     from planner.problem_io import load_problem
     from planner.report.files import check_writable, write_all
     from planner.report.tables import plan_json, purchase_csv
@@ -81,7 +87,16 @@ def solve(
     files: list[str | Path] = [p for p in (csv_path, None if json_path == "-" else json_path) if p]
     check_writable(files)
     loaded = load_problem(problem)
-    plan = plan_problem(loaded, time_limit)
+    ctx = prepare(loaded)
+    for gpu in why_not or []:
+        if gpu.lower() != "all":
+            ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
+    plan = plan_context(ctx, time_limit)
+    if plan.status != "infeasible" and (explain_plan or why_not):
+        from planner.explain import explain
+
+        with err.status("measuring what each limit is worth (solving again)"):
+            explain(ctx, plan, time_limit, why_not)
     to_stdout = json_path == "-"
     if not quiet and not to_stdout:
         print_plan(plan, out)

@@ -100,14 +100,39 @@ def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
                     combined.append(
                         FixRow(constraint=name, path=path, current=current, required=_required(name, current, moved))
                     )
+    conflict = minimal_conflict(ctx, [n for n, _, _ in limits], time_limit_s)
     summary = ["No plan meets every requirement at once."]
+    if conflict:
+        summary.append("These requirements cannot hold together (each one matters): " + ", ".join(conflict))
     for f in fixes:
         summary.append(_sentence(f))
     if not fixes:
         summary.append("No single limit can be moved alone to make a plan possible.")
     if combined:
         summary.append("Cheapest combined move: " + "; ".join(_sentence(f, bare=True) for f in combined))
-    return Diagnosis(summary=summary, conflict=[f.constraint for f in combined], fixes=fixes, combined_fix=combined)
+    return Diagnosis(summary=summary, conflict=conflict, fixes=fixes, combined_fix=combined)
+
+
+def minimal_conflict(ctx: Context, names: list[str], time_limit_s: float | None = None) -> list[str]:
+    """A smallest set of limits that cannot all hold (deletion filter: each member matters).
+
+    A limit outside the set is lifted (an unbounded slack); dropping any member of
+    the returned set makes a plan possible.
+    """
+
+    def infeasible(enforced: list[str]) -> bool:
+        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax=set(names) - set(enforced))
+        b.model.clear_objective()
+        return solve(b.model, time_limit_s).status == "infeasible"
+
+    if not names or not infeasible(names):
+        return []
+    active = list(names)
+    for name in names:
+        trial = [n for n in active if n != name]
+        if infeasible(trial):
+            active = trial
+    return active
 
 
 def _scale(name: str, current: float | None) -> float:

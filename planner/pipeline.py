@@ -24,6 +24,7 @@ class Context:
     problem: Problem
     catalog: Catalog
     workloads: list[WorkloadOptions]
+    loaded: LoadedProblem | None = None  # the file as read, for what-if variants
 
 
 def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
@@ -31,7 +32,7 @@ def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
     check_references(loaded, base)
     p = loaded.problem
     catalog = base.restricted(p.catalog.exclude, p.policy.vendors, p.catalog.prices_usd)
-    return Context(p, catalog, build_options(p, catalog))
+    return Context(p, catalog, build_options(p, catalog), loaded)
 
 
 def plan_problem(loaded: LoadedProblem, time_limit_s: float | None = None, base: Catalog | None = None) -> Plan:

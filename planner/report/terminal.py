@@ -9,7 +9,7 @@ from planner.schema.plan import Plan
 
 
 def _usd(x: float) -> str:
-    return f"${x:,.0f}"
+    return f"-${-x:,.0f}" if x < 0 else f"${x:,.0f}"
 
 
 def print_plan(plan: Plan, console: Console) -> None:
@@ -26,6 +26,8 @@ def print_plan(plan: Plan, console: Console) -> None:
     _runs(plan, console)
     _money(plan, console)
     _limits(plan, console)
+    if plan.explanations is not None:
+        print_explanations(plan, console)
     if plan.verification:
         console.print("[bold red]Verifier found problems with this plan:[/bold red]")
         for line in plan.verification:
@@ -117,6 +119,59 @@ def _limits(plan: Plan, console: Console) -> None:
             "[yellow]binding[/yellow]" if c.binding else "",
         )
     console.print(t)
+
+
+def _mix(gpus: dict[str, int]) -> str:
+    return " + ".join(f"{n}x {g}" for g, n in gpus.items()) or "nothing"
+
+
+def print_explanations(plan: Plan, console: Console) -> None:
+    """A short memo: what binds and what loosening it is worth, how flat the optimum is, why not a GPU."""
+    ex = plan.explanations
+    assert ex is not None
+    console.print("[bold]What the limits are worth[/bold] (each loosened by its step and solved again):")
+    measured = [c for c in plan.constraints if c.marginal_usd is not None]
+    binding = [c for c in measured if c.binding]
+    for c in binding:
+        console.print(
+            f"  - {c.name}: moving {c.path} by {_num(c.step or 0)} {c.unit} saves {_usd(-(c.marginal_usd or 0))}",
+            markup=False,
+        )
+    if measured and not binding:
+        console.print("  no limit binds: loosening any of them by its step saves nothing.")
+    free = [c.name for c in measured if not c.binding]
+    if binding and free:
+        console.print(f"  not binding: {', '.join(free)}", markup=False)
+    if ex.budget_steps:
+        console.print("[bold]Budget steps[/bold] (the next budget levels at which TCO drops):")
+        for step in ex.budget_steps:
+            console.print(
+                f"  - a budget of {_usd(step.budget_usd)} saves {_usd(step.saves_usd)} "
+                f"(TCO {_usd(step.tco_usd)}, {_mix(step.gpus)})"
+            )
+    if ex.budget_saturates_at_usd is not None:
+        console.print(f"  above {_usd(ex.budget_saturates_at_usd)} of capex, more budget saves nothing.")
+    if ex.runner_up is not None:
+        r = ex.runner_up
+        share = 100 * r.extra_usd / plan.tco_usd if plan.tco_usd else 0.0
+        console.print(
+            f"[bold]Runner-up[/bold] with a different GPU mix: {_mix(r.gpus)} at {_usd(r.tco_usd)} "
+            f"(+{_usd(r.extra_usd)}, {share:.1f}% more)."
+        )
+    if ex.why_not:
+        t = Table(title="Why not", title_justify="left")
+        for col in ("GPU", "workload", "plan TCO with it", "extra", "how, or why not"):
+            t.add_column(col)
+        for w in ex.why_not:
+            t.add_row(
+                w.gpu,
+                w.workload,
+                "-" if w.tco_usd is None else _usd(w.tco_usd),
+                "-" if w.extra_usd is None else _usd(w.extra_usd),
+                w.how,
+            )
+        console.print(t)
+    console.print(f"[dim]explanations took {ex.seconds:.1f} s of re-solving[/dim]")
 
 
 def _num(x: float) -> str:

@@ -107,6 +107,36 @@ class Diagnosis(Out):
     combined_fix: list[FixRow] = Field(default_factory=list)
 
 
+class BudgetStep(Out):
+    budget_usd: float
+    tco_usd: float
+    saves_usd: float
+    gpus: dict[str, int]
+
+
+class WhyNotRow(Out):
+    gpu: str
+    workload: str
+    status: str  # cheaper | dearer | impossible
+    tco_usd: float | None = None
+    extra_usd: float | None = None
+    how: str = ""  # the cheapest way it could have served the workload, or why it cannot
+
+
+class RunnerUp(Out):
+    tco_usd: float
+    extra_usd: float
+    gpus: dict[str, int]
+
+
+class Explanations(Out):
+    budget_steps: list[BudgetStep] = Field(default_factory=list)
+    budget_saturates_at_usd: float | None = None  # above this, more budget saves nothing
+    runner_up: RunnerUp | None = None
+    why_not: list[WhyNotRow] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
 class Plan(Out):
     schema_version: int = SCHEMA_VERSION
     problem: str
@@ -131,4 +161,5 @@ class Plan(Out):
     cash_flows: list[CashFlowRow] = Field(default_factory=list)
     assumptions: dict[str, Any] = Field(default_factory=dict)
     diagnosis: Diagnosis | None = None
+    explanations: Explanations | None = None
     verification: list[str] = Field(default_factory=list)
