@@ -69,6 +69,12 @@ def _required(name: str, current: float, slack: int) -> float:
 
 
 def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
+    from dataclasses import replace
+
+    from planner.options import build_options
+
+    # With slower training sizes, a relaxed deadline can actually be used.
+    ctx = replace(ctx, workloads=build_options(ctx.problem, ctx.catalog, slower=True))
     limits = relaxable(ctx)
     fixes: list[FixRow] = []
     for name, path, current in limits:

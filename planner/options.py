@@ -138,7 +138,9 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     return min(bounds), ""
 
 
-def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
+def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> list[WorkloadOptions]:
+    """Every workload's options. ``slower`` adds, for a diagnosis, training sizes that
+    miss the deadline, so that "extend the deadline to D" can be measured."""
     limits: dict[PoolKey, tuple[int, str]] = {}
 
     def limit(key: PoolKey) -> tuple[int, str]:
@@ -154,8 +156,9 @@ def build_options(problem: Problem, catalog: Catalog) -> list[WorkloadOptions]:
     out = []
     for job in problem.training:
         waited_on = job.name.lower() in dependents
-        wo = _training_options(job, problem, catalog, limit, waited_on)
-        wo.training = prune_training(wo.training, problem, catalog, waited_on)
+        wo = _training_options(job, problem, catalog, limit, waited_on, slower)
+        if not slower:  # pruning weighs days only for jobs others wait on: not for a relaxed deadline
+            wo.training = prune_training(wo.training, problem, catalog, waited_on)
         out.append(wo)
     out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
     return out
@@ -266,7 +269,7 @@ def _undominated(found: list[InferenceOption]) -> list[InferenceOption]:
 
 
 def _training_options(
-    job: TrainingJob, problem: Problem, catalog: Catalog, limit, has_dependents: bool
+    job: TrainingJob, problem: Problem, catalog: Catalog, limit, has_dependents: bool, slower: bool = False
 ) -> WorkloadOptions:  # type: ignore[no-untyped-def]
     shape = shape_of(job.model, catalog)
     wo = WorkloadOptions(job.name, "training", shape)
@@ -309,14 +312,18 @@ def _training_options(
                     )
 
                 chosen, reason = _smallest_in_time(sizes, estimate, window)
-                if chosen is None:
+                picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
+                limit_days = window
+                if slower:
+                    limit_days = problem.horizon_years * 365.0 - job.release_day
+                    picks = sorted(set(picks) | set(_slower_sizes(sizes, estimate, limit_days, chosen)))
+                if not picks:
                     if sizes:
                         wo.rejected.append(Rejection(gpu_id, chassis.id, f"{fabric.id}: {reason}"))
                     continue
-                picks = [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
                 for n in picks:
                     est = estimate(n)
-                    if est.fits and est.days <= window:
+                    if est.fits and est.days <= limit_days:
                         wo.training.append(TrainingOption(job.name, key, n, est))
     return wo
 
@@ -343,6 +350,27 @@ def _smallest_in_time(sizes: Sequence[int], estimate, window: float) -> tuple[in
         else:
             lo = mid + 1
     return sizes[lo], ""
+
+
+def _slower_sizes(sizes: Sequence[int], estimate, longest_days: float, chosen: int | None) -> list[int]:  # type: ignore[no-untyped-def]
+    """Sizes from the smallest that finishes within the horizon up to the deadline's size.
+
+    Every size up to 16 servers' worth, then steps of about 10%: a deadline fix found
+    with them is exact to within one step of job size.
+    """
+    smallest, _ = _smallest_in_time(sizes, estimate, longest_days)
+    if smallest is None:
+        return []
+    top = chosen if chosen is not None else sizes[-1]
+    lo = bisect.bisect_left(sizes, smallest)
+    hi = bisect.bisect_right(sizes, top)
+    out: list[int] = []
+    i = lo
+    while i < hi:
+        out.append(sizes[i])
+        step = 1 if i - lo < 16 else max(1, (i - lo) // 10)
+        i += step
+    return out
 
 
 def _faster_sizes(chosen: int, sizes: Sequence[int]) -> list[int]:

@@ -47,7 +47,19 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
     p = ctx.problem
     empty = [w for w in ctx.workloads if not w.feasible]
     if empty:
-        return _infeasible(p, no_option_diagnosis(ctx, empty))
+        found = no_option_diagnosis(ctx, empty)
+        if all(w.kind == "training" for w in empty):
+            # jobs that miss their deadline on every GPU: say how far the deadlines must move
+            moved = diagnose(ctx, time_limit_s)
+            found = found.model_copy(
+                update={
+                    "summary": found.summary + moved.summary[1:],
+                    "fixes": moved.fixes,
+                    "combined_fix": moved.combined_fix,
+                    "conflict": moved.conflict or found.conflict,
+                }
+            )
+        return _infeasible(p, found)
     built = build(p, ctx.catalog, ctx.workloads)
     solved = solve(built.model, time_limit_s)
     if solved.status == "infeasible":
