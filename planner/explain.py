@@ -28,8 +28,6 @@ from planner.schema.plan import BudgetStep, Explanations, Plan, RunnerUp, WhyNot
 # enter the solver in whole dollars).
 SAVING_USD = 10.0
 BUDGET_STEPS = 3
-# Limits whose change leaves every option as it was: the variant reuses them.
-SITE_ONLY = {"budget", "site_power", "racks", "stock", "policy"}
 
 
 def explain(ctx: Context, plan: Plan, time_limit_s: float | None = None, why_not: list[str] | None = None) -> None:
@@ -65,11 +63,13 @@ def variant_context(ctx: Context, path: str, value: Any) -> Context:
 
     assert ctx.loaded is not None
     loaded = variant(ctx.loaded, {path: value})
-    if (
-        path.split(".")[0] in ("finance",)
-        or path in ("site.racks", "site.power_kw")
-        or path.startswith(("catalog.stock", "policy.max_gpu_types"))
-    ):
+    # Money, site power and racks, stock, policy and demand leave every option as it was.
+    same_options = (
+        path.startswith(("finance.", "catalog.stock", "policy.max_gpu_types"))
+        or path in ("site.racks", "site.power_kw", "horizon_years")
+        or (path.startswith("inference.") and path.endswith(".requests_per_s"))
+    )
+    if same_options:
         return replace(ctx, problem=loaded.problem, loaded=loaded)
     return prepare(loaded)
 
