@@ -1,0 +1,173 @@
+"""Solve the generated large problem and say where the time goes.
+
+    python benchmarks/bench_large.py [--seed 7] [--problem FILE] [--time-limit S]
+                                     [--log] [--sweep]
+
+Prints the time to enumerate options, to build the CP-SAT model, to solve it
+(the planner's own solver settings), the status and gap, and the total wall
+time of the planner's pipeline (options, build, solve, read-back, verify).
+Goal: proven optimal (gap 0) within 60 s on 2 cores.
+
+Profiling aids:
+  --log     the CP-SAT search log of the planner's solve settings (presolve,
+            bounds, which subsolver closed the gap)
+  --sweep   the same built model under a few solver settings, each with the
+            same deterministic-time limit, to compare wall time and proof
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+SWEEP = {
+    "1 worker (planner default)": {"num_workers": 1},
+    "1 worker, no presolve probing": {"num_workers": 1, "cp_model_probing_level": 0},
+    "2 workers interleaved": {"num_workers": 2, "interleave_search": True},
+    "2 workers interleaved, batch 2": {"num_workers": 2, "interleave_search": True, "interleave_batch_size": 2},
+    "4 workers interleaved": {"num_workers": 4, "interleave_search": True},
+    "8 workers (not deterministic; wall cap 3x limit)": {"num_workers": 8},
+}
+
+
+KINDS = ("linear", "exactly_one", "at_most_one", "bool_or", "bool_and", "cumulative", "interval", "lin_max")
+
+
+def _kind(c) -> str:  # type: ignore[no-untyped-def]
+    return next((k for k in KINDS if getattr(c, f"has_{k}")()), "other")
+
+
+def _sizes(model) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    import os
+    import tempfile
+
+    proto = model.proto
+    kinds = Counter(_kind(c) for c in proto.constraints)
+    enforced = sum(1 for c in proto.constraints if len(c.enforcement_literal))
+    bools = sum(1 for v in proto.variables if list(v.domain) == [0, 1])
+    terms = sum(len(c.linear.vars) for c in proto.constraints if c.has_linear())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.pb")
+        model.export_to_file(path)
+        size = os.path.getsize(path)
+    return {
+        "variables": len(proto.variables),
+        "booleans": bools,
+        "constraints": len(proto.constraints),
+        "enforced": enforced,
+        "by kind": dict(kinds.most_common()),
+        "linear terms": terms,
+        "objective terms": len(proto.objective.vars),
+        "proto bytes": size,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--problem", help="solve this file instead of generating one")
+    ap.add_argument("--time-limit", type=float, default=None, help="deterministic seconds (planner default if unset)")
+    ap.add_argument("--log", action="store_true", help="print the CP-SAT log of one extra solve")
+    ap.add_argument("--sweep", action="store_true", help="compare solver settings on the built model")
+    ap.add_argument("--save", help="also write the generated problem here")
+    args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+
+    t_start = time.perf_counter()
+    import yaml
+
+    from planner.optimize.model import build
+    from planner.pipeline import plan_context, prepare
+    from planner.problem_io import load_problem, loads_problem
+
+    t_import = time.perf_counter() - t_start
+    if args.problem:
+        loaded = load_problem(args.problem)
+        t_gen = 0.0
+    else:
+        from generate import generate
+
+        t0 = time.perf_counter()
+        data = generate(args.seed)
+        text = yaml.safe_dump(data, sort_keys=False, width=120)
+        t_gen = time.perf_counter() - t0
+        if args.save:
+            Path(args.save).write_text(text)
+        loaded = loads_problem(text, f"large-s{args.seed}.yaml")
+    p = loaded.problem
+    print(f"problem {p.name}: {len(p.inference)} services, {len(p.training)} training jobs, "
+          f"{len(p.catalog.exclude)} GPU types excluded")
+
+    # The pipeline as `planner solve` runs it: options, then build + solve + read-back + verify.
+    t0 = time.perf_counter()
+    ctx = prepare(loaded)
+    t_options = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    plan = plan_context(ctx, args.time_limit)
+    t_plan = time.perf_counter() - t0
+
+    # Build once more on its own, for its time and the model's size.
+    t0 = time.perf_counter()
+    built = build(ctx.problem, ctx.catalog, ctx.workloads)
+    t_build = time.perf_counter() - t0
+    sizes = _sizes(built.model)
+
+    n_train = sum(len(w.training) for w in ctx.workloads)
+    n_serve = sum(len(w.inference) for w in ctx.workloads)
+    print(f"options: {n_train} training options, {n_serve} serving options, {len(built.pools)} server pools, "
+          f"{len(built.fabrics)} fabrics")
+    print(f"model:   {sizes['variables']} variables ({sizes['booleans']} Boolean), {sizes['constraints']} constraints "
+          f"{sizes['by kind']} ({sizes['enforced']} with enforcement literals), {sizes['linear terms']} linear terms, {sizes['objective terms']} objective terms, "
+          f"{sizes['proto bytes'] / 1e6:.2f} MB proto")
+    print()
+    print(f"  {t_import:7.2f} s  imports")
+    if t_gen:
+        print(f"  {t_gen:7.2f} s  generate (includes its own option checks)")
+    print(f"  {t_options:7.2f} s  options (prepare: enumerate every GPU x chassis x fabric x size/precision)")
+    print(f"  {t_build:7.2f} s  build CP-SAT model (timed separately; the pipeline builds it once more)")
+    print(f"  {plan.solve_seconds or 0:7.2f} s  solve (planner settings)")
+    print(f"  {t_plan - (plan.solve_seconds or 0):7.2f} s  pipeline minus solve: build, read-back, constraint rows, verify")
+    total = t_options + t_plan
+    print(f"  {total:7.2f} s  total (options + build + solve + read-back + verify)")
+    print()
+    print(f"status {plan.status}, gap {plan.gap}, TCO ${plan.tco_usd:,.0f}, capex ${plan.capex_usd:,.0f}, "
+          f"verification {'ok' if not plan.verification else plan.verification}")
+    goal = plan.status == "optimal" and (plan.gap or 0) < 1e-9 and total <= 60
+    print(f"goal (proven optimal within 60 s): {'met' if goal else 'NOT met'}")
+    if plan.servers:
+        kinds = Counter(f"{r.gpu}" for r in plan.servers for _ in range(r.count))
+        print("servers bought: " + ", ".join(f"{n} x {g}" for g, n in kinds.most_common()))
+
+    if args.log or args.sweep:
+        from ortools.sat.python import cp_model
+
+        limit = args.time_limit or 60.0
+        runs = {"1 worker (planner default)": SWEEP["1 worker (planner default)"]} if not args.sweep else SWEEP
+        if args.sweep:
+            print(f"\nsolver settings on the same model (deterministic limit {limit:g}):")
+        for label, params in runs.items():
+            solver = cp_model.CpSolver()
+            for k, v in params.items():
+                setattr(solver.parameters, k, v)
+            solver.parameters.random_seed = 0
+            solver.parameters.max_deterministic_time = limit
+            # Free-running workers can overrun a deterministic limit: cap the wall time too.
+            solver.parameters.max_time_in_seconds = 3 * limit
+            solver.parameters.log_search_progress = bool(args.log and not args.sweep)
+            t0 = time.perf_counter()
+            code = solver.solve(built.model)
+            wall = time.perf_counter() - t0
+            obj, bound = solver.objective_value, solver.best_objective_bound
+            gap = (obj - bound) / abs(obj) if obj else 0.0
+            if args.sweep:
+                print(f"  {wall:7.2f} s  dtime {solver.deterministic_time:6.2f}  {solver.status_name(code):9s} "
+                      f"gap {gap:.2e}  {label}")
+
+
+if __name__ == "__main__":
+    main()

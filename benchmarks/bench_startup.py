@@ -1,0 +1,168 @@
+"""How long `planner solve problems/startup.yaml` takes, against what no planner can avoid.
+
+The baseline is a bare interpreter that imports the same third-party modules the
+planner imports while solving (OR-Tools' CP-SAT pulls in pandas and numpy;
+pydantic, typer, rich and yaml are the planner's own). The list is measured, not
+assumed: a first run records every non-stdlib module the solve loaded.
+
+Each command runs N times in a fresh process; the medians are compared.
+Goal: the planner within 2x the baseline.
+
+    python benchmarks/bench_startup.py [--runs 5] [--problem problems/startup.yaml] [--breakdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+# The top-level packages alone (what one would guess); the measured list above is the reference.
+FIXED_BASELINE = "import ortools.sat.python.cp_model, pydantic, typer, rich, yaml, pandas"
+
+# Runs the CLI in-process (as the console script does), then lists the third-party
+# modules it loaded, parents first.
+_PROBE = r"""
+import json, sys
+from planner.cli import main
+sys.argv = ["planner", "solve", sys.argv[1], "--quiet"]
+try:
+    main()
+except SystemExit:
+    pass
+std = set(sys.stdlib_module_names)
+mods = sorted(
+    (m for m in list(sys.modules) if m.split(".")[0] not in std and m.split(".")[0] != "planner"
+     and not m.startswith("_") and sys.modules[m] is not None),
+    key=lambda m: (m.count("."), m),
+)
+print(json.dumps(mods))
+"""
+
+# Phases of one solve, in one fresh process.
+_BREAKDOWN = r"""
+import json, sys, time, io
+t0 = time.perf_counter()
+import planner.cli
+t1 = time.perf_counter()
+import planner.pipeline, planner.report.terminal
+t2 = time.perf_counter()
+from planner.problem_io import load_problem
+from planner.pipeline import prepare, plan_context
+from planner.optimize.model import build
+from planner.optimize.solve import solve
+loaded = load_problem(sys.argv[1])
+t3 = time.perf_counter()
+ctx = prepare(loaded)
+t4 = time.perf_counter()
+built = build(ctx.problem, ctx.catalog, ctx.workloads)
+t5 = time.perf_counter()
+solved = solve(built.model)
+t6 = time.perf_counter()
+plan = plan_context(ctx)   # build + solve again, read back, constraints, verify
+t7 = time.perf_counter()
+from rich.console import Console
+planner.report.terminal.print_plan(plan, Console(file=io.StringIO(), width=140))
+t8 = time.perf_counter()
+print(json.dumps({
+    "import planner.cli": t1 - t0,
+    "import pipeline + report (lazy in the CLI)": t2 - t1,
+    "load problem": t3 - t2,
+    "options (prepare)": t4 - t3,
+    "build CP-SAT model": t5 - t4,
+    "solve": t6 - t5,
+    "plan_context (build+solve+readback+verify)": t7 - t6,
+    "print summary": t8 - t7,
+    "deterministic_time": solved.solver.deterministic_time,
+    "status": solved.status,
+}))
+"""
+
+
+def _median_wall(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    return statistics.median(times), times
+
+
+def _console_script() -> str:
+    """The installed `planner` entry point itself (not a version-manager shim in front of it)."""
+    candidate = Path(sysconfig.get_path("scripts")) / "planner"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("planner")
+    if not found:
+        raise SystemExit("`planner` is not installed: python -m pip install -e .")
+    return found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--problem", default="problems/startup.yaml")
+    ap.add_argument("--breakdown", action="store_true", help="also time the phases of one solve in-process")
+    args = ap.parse_args()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "")}
+
+    probe = subprocess.run([PY, "-c", _PROBE, args.problem], cwd=ROOT, capture_output=True, text=True, check=True)
+    modules = json.loads(probe.stdout.strip().splitlines()[-1])
+    tops = sorted({m.split(".")[0] for m in modules})
+    baseline_src = "\n".join(f"try:\n    import {m}\nexcept Exception:\n    pass" for m in modules)
+
+    script = _console_script()
+    commands = {
+        "python -c pass (bare interpreter)": [PY, "-c", "pass"],
+        f"baseline: import the same {len(modules)} third-party modules": [PY, "-c", baseline_src],
+        "import ortools.sat.python.cp_model, pydantic, typer, rich, yaml, pandas": [PY, "-c", FIXED_BASELINE],
+        f"planner solve {args.problem} (console script)": [script, "solve", args.problem, "--quiet"],
+    }
+    on_path = shutil.which("planner")
+    if on_path and Path(on_path).resolve() != Path(script).resolve():
+        commands[f"planner solve {args.problem} (as found on PATH: {on_path})"] = ["planner", "solve", args.problem, "--quiet"]
+
+    # Warm the file cache once so the first timed run is not an outlier.
+    for cmd in commands.values():
+        subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; median of {args.runs} runs each")
+    print(f"third-party packages the solve imports: {', '.join(tops)}")
+    results = {}
+    for label, cmd in commands.items():
+        med, times = _median_wall(cmd, args.runs, env)
+        results[label] = med
+        print(f"  {med:6.3f} s  {label}   [{', '.join(f'{t:.2f}' for t in times)}]")
+
+    labels = list(results)
+    baseline, planner_s = results[labels[1]], results[labels[3]]
+    ratio = planner_s / baseline
+    print(f"\nplanner / baseline = {planner_s:.3f} / {baseline:.3f} = {ratio:.2f}x  (goal: < 2x) "
+          f"{'OK' if ratio < 2 else 'OVER'}")
+    print(f"planner's own time beyond imports: {planner_s - baseline:.3f} s")
+
+    if args.breakdown:
+        out = subprocess.run([PY, "-c", _BREAKDOWN, args.problem], cwd=ROOT, capture_output=True, text=True, check=True)
+        phases = json.loads(out.stdout.strip().splitlines()[-1])
+        print("\nphases of one solve (in-process, one run):")
+        for name, value in phases.items():
+            if isinstance(value, float) and name != "deterministic_time":
+                print(f"  {value:6.3f} s  {name}")
+            else:
+                print(f"  {value}  {name}")
+
+
+if __name__ == "__main__":
+    main()
