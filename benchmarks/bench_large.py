@@ -25,14 +25,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-SWEEP = {
-    "1 worker (planner default)": {"num_workers": 1},
-    "1 worker, no presolve probing": {"num_workers": 1, "cp_model_probing_level": 0},
-    "2 workers interleaved": {"num_workers": 2, "interleave_search": True},
-    "2 workers interleaved, batch 2": {"num_workers": 2, "interleave_search": True, "interleave_batch_size": 2},
-    "4 workers interleaved": {"num_workers": 4, "interleave_search": True},
-    "8 workers (not deterministic; wall cap 3x limit)": {"num_workers": 8},
-}
+# Rows of --sweep: (label, workers passed to the planner's solve(), extra CP-SAT parameters).
+# Extra parameters go on top of the planner's own settings, as captured from its solve.
+SWEEP: list[tuple[str, int, dict[str, object]]] = [
+    ("planner settings, 1 worker (the default)", 1, {}),
+    ("planner settings, 2 workers interleaved", 2, {}),
+    ("planner settings, 4 workers interleaved", 4, {}),
+    ("1 worker, stop at 1% relative gap", 1, {"relative_gap_limit": 0.01}),
+    ("8 free-running workers (not deterministic; wall cap 3x limit)", 8, {"interleave_search": False}),
+]
 
 
 KINDS = ("linear", "exactly_one", "at_most_one", "bool_or", "bool_and", "cumulative", "interval", "lin_max")
@@ -146,28 +147,48 @@ def main() -> None:
     if args.log or args.sweep:
         from ortools.sat.python import cp_model
 
-        limit = args.time_limit or 60.0
-        runs = {"1 worker (planner default)": SWEEP["1 worker (planner default)"]} if not args.sweep else SWEEP
-        if args.sweep:
-            print(f"\nsolver settings on the same model (deterministic limit {limit:g}):")
-        for label, params in runs.items():
-            solver = cp_model.CpSolver()
-            for k, v in params.items():
-                setattr(solver.parameters, k, v)
-            solver.parameters.random_seed = 0
-            solver.parameters.max_deterministic_time = limit
-            # Free-running workers can overrun a deterministic limit: cap the wall time too.
-            solver.parameters.max_time_in_seconds = 3 * limit
-            solver.parameters.log_search_progress = bool(args.log and not args.sweep)
-            t0 = time.perf_counter()
-            code = solver.solve(built.model)
-            wall = time.perf_counter() - t0
-            obj, bound = solver.objective_value, solver.best_objective_bound
-            gap = (obj - bound) / abs(obj) if obj else 0.0
-            if args.sweep:
-                print(f"  {wall:7.2f} s  dtime {solver.deterministic_time:6.2f}  {solver.status_name(code):9s} "
-                      f"gap {gap:.2e}  {label}")
+        from planner.optimize.solve import solve
 
+        limit = args.time_limit or 60.0
+        captured: list[object] = []
+        original = cp_model.CpSolver.solve
+
+        def spy(self, model, *rest, **kw):  # type: ignore[no-untyped-def]
+            captured.append(self.parameters)
+            if args.log and not args.sweep:
+                self.parameters.log_search_progress = True
+            return original(self, model, *rest, **kw)
+
+        cp_model.CpSolver.solve = spy  # type: ignore[method-assign]
+        try:
+            if not args.sweep:
+                solve(built.model, limit)
+                return
+            print(f"\nsolver settings on the same model (deterministic limit {limit:g}):")
+            for label, workers, extra in SWEEP:
+                if not extra:
+                    t0 = time.perf_counter()
+                    solved = solve(built.model, limit, workers=workers)
+                    wall = time.perf_counter() - t0
+                    solver, status = solved.solver, solved.status
+                    obj, bound = solved.objective, solved.bound
+                else:
+                    solver = cp_model.CpSolver()
+                    solver.parameters.copy_from(captured[0])  # the planner's own settings
+                    solver.parameters.num_workers = workers
+                    for k, v in extra.items():
+                        setattr(solver.parameters, k, v)
+                    solver.parameters.max_time_in_seconds = 3 * limit
+                    t0 = time.perf_counter()
+                    code = original(solver, built.model)
+                    wall = time.perf_counter() - t0
+                    status = solver.status_name(code).lower()
+                    obj, bound = solver.objective_value, solver.best_objective_bound
+                gap = (obj - bound) / abs(obj) if obj else float("nan")
+                print(f"  {wall:7.2f} s  dtime {solver.deterministic_time:6.2f}  {status:9s} obj {obj:14,.0f}  "
+                      f"gap {gap:.2e}  {label}")
+        finally:
+            cp_model.CpSolver.solve = original  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     main()
