@@ -8,6 +8,11 @@ Conventions (pinned by tests):
 - Colocation per year = IT nameplate kW x price per kW-month x 12.
 - Maintenance per year = maintenance_rate x capex of servers and network (racks
   are furniture: no maintenance contract).
+- Operations per year = ops_usd_per_server_year x servers.
+- Residual value = residual_value_share x capex of servers and network, received
+  at the end of the last year and discounted like that year's opex.
+- Depreciation (reported, not a cash flow) is straight-line over the horizon, of
+  the capex less the residual value.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class Rates:
     colocation_usd_per_kw_month: float
     maintenance_rate: float
     utilization: float
+    ops_usd_per_server_year: float = 0.0
+    residual_value_share: float = 0.0
 
     @classmethod
     def of(cls, problem: Problem) -> Rates:
@@ -42,6 +49,8 @@ class Rates:
             colocation_usd_per_kw_month=f.colocation_usd_per_kw_month,
             maintenance_rate=f.maintenance_rate,
             utilization=f.utilization,
+            ops_usd_per_server_year=f.ops_usd_per_server_year,
+            residual_value_share=f.residual_value_share,
         )
 
     def discount_factor(self, year: int) -> float:
@@ -62,14 +71,22 @@ class Rates:
     def maintenance_usd_per_year(self, price_usd: float, category: str) -> float:
         return self.maintenance_rate * price_usd if category in MAINTAINED else 0.0
 
+    def ops_usd_per_year(self, category: str) -> float:
+        return self.ops_usd_per_server_year if category == "server" else 0.0
+
+    def residual_usd(self, price_usd: float, category: str) -> float:
+        return self.residual_value_share * price_usd if category in MAINTAINED else 0.0
+
     def unit_tco_usd(self, price_usd: float, power_w: float, category: str) -> float:
         """Present value over the horizon of buying and running one unit."""
         yearly = (
             self.energy_usd_per_year(power_w)
             + self.colocation_usd_per_year(power_w)
             + self.maintenance_usd_per_year(price_usd, category)
+            + self.ops_usd_per_year(category)
         )
-        return price_usd + self.annuity * yearly
+        resale = self.residual_usd(price_usd, category) * self.discount_factor(self.horizon_years)
+        return price_usd + self.annuity * yearly - resale
 
 
 @dataclass(frozen=True)
@@ -99,6 +116,8 @@ class CashFlow:
     opex_usd: float
     discount_factor: float
     present_value_usd: float
+    residual_usd: float = 0.0  # resale received (reduces the year's net cost)
+    depreciation_usd: float = 0.0  # reporting only: not part of the present value
 
 
 @dataclass(frozen=True)
@@ -113,24 +132,31 @@ class Money:
 def summarize(items: list[LineItem], rates: Rates) -> Money:
     capex = {"servers": 0.0, "network": 0.0, "racks": 0.0}
     bucket = {"server": "servers", "network": "network", "rack": "racks"}
-    energy = colocation = maintenance = 0.0
+    energy = colocation = maintenance = ops = residual = 0.0
     for li in items:
         capex[bucket[li.category]] += li.extended_price_usd
         energy += li.quantity * rates.energy_usd_per_year(li.unit_power_w)
         colocation += li.quantity * rates.colocation_usd_per_year(li.unit_power_w)
         maintenance += li.quantity * rates.maintenance_usd_per_year(li.unit_price_usd, li.category)
+        ops += li.quantity * rates.ops_usd_per_year(li.category)
+        residual += li.quantity * rates.residual_usd(li.unit_price_usd, li.category)
     capex_total = sum(capex.values())
-    opex_year = energy + colocation + maintenance
+    opex_year = energy + colocation + maintenance + ops
+    horizon = rates.horizon_years
+    depreciation = (capex_total - residual) / horizon
     flows = [CashFlow(0, capex_total, 0.0, 1.0, capex_total)]
-    for k in range(1, rates.horizon_years + 1):
+    for k in range(1, horizon + 1):
         d = rates.discount_factor(k)
-        flows.append(CashFlow(k, 0.0, opex_year, d, opex_year * d))
+        back = residual if k == horizon else 0.0
+        flows.append(CashFlow(k, 0.0, opex_year, d, (opex_year - back) * d, back, depreciation))
     a = rates.annuity
     breakdown = {
         **capex,
         "energy": energy * a,
         "colocation": colocation * a,
         "maintenance": maintenance * a,
+        "operations": ops * a,
+        "residual": -residual * rates.discount_factor(horizon),
     }
     return Money(
         capex_usd=capex_total,

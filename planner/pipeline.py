@@ -94,6 +94,7 @@ def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untype
         gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
     step_usd = max((r.unit_price_usd for r in rb.servers), default=0.0)
     step_kw = max((r.unit_power_w for r in rb.servers), default=0.0) / 1000 * p.finance.pue
+    _attribute_costs(rb, p, catalog, rates)
     constraints = constraint_rows(
         p,
         capex_usd=money.capex_usd,
@@ -144,6 +145,38 @@ def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untype
     )
 
 
+def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> None:  # type: ignore[no-untyped-def]
+    """Each workload's share of the TCO, by the GPUs it holds (shared switches excluded).
+
+    A GPU costs its server's and NICs' unit TCO and its rack share, divided by the
+    GPUs per server. A service holds its GPUs for the whole horizon; a training job
+    for its days only. Tokens are output tokens at the demand times `utilization`
+    (the average load as a share of the peak).
+    """
+    from planner.bom import PoolKey, pool_spec
+
+    per_gpu: dict[tuple[str, str, str], float] = {}
+    rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
+    for row in rb.servers:
+        spec = pool_spec(catalog, PoolKey(row.server, row.gpu, row.fabric))
+        unit = rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server")
+        unit += spec.nics_per_server * rates.unit_tco_usd(spec.nic_price_usd, spec.nic_power_w, "network")
+        unit += rack * row.racks / row.count
+        per_gpu[(row.server, row.gpu, row.fabric)] = unit / row.gpus_per_server
+    horizon_days = p.horizon_years * 365.0
+    for t in rb.training:
+        share = min(1.0, t.days / horizon_days)
+        t.cost_usd = round(t.gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
+    services = {s.name: s for s in p.inference}
+    for svc in rb.inference:
+        cost = sum(r.count * r.gpus_per_replica * per_gpu.get((r.server, r.gpu, "none"), 0.0) for r in svc.replicas)
+        svc.cost_usd = round(cost, 2)
+        spec = services[svc.name]
+        if not spec.generic:
+            tokens = svc.required_rps * spec.output_tokens * 3600 * 8760 * p.horizon_years * p.finance.utilization
+            svc.cost_usd_per_million_tokens = round(cost / tokens * 1e6, 4) if tokens else None
+
+
 def _finance_assumptions(p: Problem) -> dict[str, object]:
     return {
         "horizon_years": p.horizon_years,
@@ -152,6 +185,11 @@ def _finance_assumptions(p: Problem) -> dict[str, object]:
         "discounting": "capex at year 0; opex of year k (1..horizon) divided by (1+discount_rate)^k",
         "energy": "IT nameplate kW x utilization x 8760 h x electricity price x PUE",
         "maintenance": "maintenance_rate x capex of servers and network per year",
+        "operations": "ops_usd_per_server_year x servers, per year",
+        "residual": "residual_value_share x capex of servers and network, received at the end of the horizon",
+        "depreciation": "straight-line over the horizon, of capex less residual value (reporting only)",
+        "workload_costs": "a workload's GPUs' share of their pools' TCO (services: the horizon; jobs: their "
+        "days); cost per million output tokens at demand x utilization",
     }
 
 

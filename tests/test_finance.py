@@ -70,3 +70,29 @@ def test_unit_tco_matches_summarize_for_one_unit():
 def test_zero_discount_rate_is_plain_sum():
     r = _rates(discount_rate=0.0, horizon_years=4)
     assert r.annuity == 4.0
+
+
+def test_operations_and_residual_value_by_hand():
+    r = _rates(
+        ops_usd_per_server_year=2_000.0, residual_value_share=0.2, maintenance_rate=0.0, electricity_usd_per_kwh=0.0
+    )
+    items = [
+        LineItem("server", "s", "s", 3, 100_000.0, 5_000.0),
+        LineItem("rack", "r", "r", 1, 6_000.0, 0.0),
+    ]
+    m = summarize(items, r)
+    capex = 306_000
+    ops = 3 * 2_000
+    resale = 0.2 * 300_000  # servers only: racks are not resold
+    npv = capex + ops * r.annuity - resale / 1.08**3
+    assert m.tco_usd == pytest.approx(npv)
+    last = m.cash_flows[-1]
+    assert last.residual_usd == pytest.approx(resale)
+    assert last.present_value_usd == pytest.approx((ops - resale) / 1.08**3)
+    # straight-line depreciation of capex less residual, every year of the horizon
+    assert [f.depreciation_usd for f in m.cash_flows[1:]] == pytest.approx([(capex - resale) / 3] * 3)
+    assert m.breakdown_usd["residual"] == pytest.approx(-resale / 1.08**3)
+    assert sum(m.breakdown_usd.values()) == pytest.approx(m.tco_usd)
+    # the optimiser's unit cost agrees with the plan's money
+    unit = r.unit_tco_usd(100_000, 5_000, "server") * 3 + r.unit_tco_usd(6_000, 0, "rack")
+    assert unit == pytest.approx(m.tco_usd)

@@ -38,6 +38,7 @@ class TrainingRow(Out):
     method: str
     mfu: float
     tflops_per_gpu: float
+    cost_usd: float = 0.0  # its GPUs' share of their pool's TCO for the days it runs
 
 
 class ReplicaRow(Out):
@@ -60,6 +61,8 @@ class InferenceRow(Out):
     capacity_rps: float
     spare_replicas: int
     replicas: list[ReplicaRow]
+    cost_usd: float = 0.0  # its GPUs' share of their pools' TCO over the horizon
+    cost_usd_per_million_tokens: float | None = None  # per million output tokens at the average load
 
 
 class ConstraintRow(Out):
@@ -91,6 +94,8 @@ class CashFlowRow(Out):
     opex_usd: float
     discount_factor: float
     present_value_usd: float
+    residual_usd: float = 0.0
+    depreciation_usd: float = 0.0
 
 
 class FixRow(Out):

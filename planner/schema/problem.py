@@ -35,6 +35,12 @@ class Finance(Strict):
     utilization: float = Field(
         default=0.7, ge=0, le=1, description="average IT power as a share of nameplate (for the energy bill)"
     )
+    ops_usd_per_server_year: float = Field(
+        default=0.0, ge=0, le=1e7, description="staff and operations cost per server per year"
+    )
+    residual_value_share: float = Field(
+        default=0.0, ge=0, le=1, description="share of server and network capex recovered by resale at the horizon"
+    )
 
 
 class Site(Strict):
