@@ -66,6 +66,11 @@ def solve(
     problem: ProblemArg,
     json_path: Annotated[str | None, typer.Option("--json", help="write the plan as JSON ('-' for stdout)")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the purchase list as CSV")] = None,
+    xlsx_path: Annotated[Path | None, typer.Option("--xlsx", help="write the spreadsheet for finance")] = None,
+    html_path: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report")] = None,
+    charts_dir: Annotated[
+        Path | None, typer.Option("--charts", help="folder for PNG charts (TCO breakdown, cash flow)")
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", min=0.01, help="solver limit in deterministic seconds")
     ] = None,
@@ -84,7 +89,10 @@ def solve(
     from planner.report.tables import plan_json, purchase_csv
     from planner.report.terminal import print_infeasible, print_plan
 
-    files: list[str | Path] = [p for p in (csv_path, None if json_path == "-" else json_path) if p]
+    charts = [charts_dir / "tco_breakdown.png", charts_dir / "cash_flow.png"] if charts_dir else []
+    files: list[str | Path] = [
+        p for p in (csv_path, xlsx_path, html_path, None if json_path == "-" else json_path, *charts) if p
+    ]
     check_writable(files)
     loaded = load_problem(problem)
     ctx = prepare(loaded)
@@ -102,11 +110,12 @@ def solve(
         print_plan(plan, out)
     elif plan.status == "infeasible" and to_stdout:
         print_infeasible(plan, err)
-    outputs: dict[str | Path, str] = {}
+    outputs: dict[str | Path, str | bytes] = {}
     if json_path and not to_stdout:
         outputs[json_path] = plan_json(plan)
     if csv_path:
         outputs[csv_path] = purchase_csv(plan)
+    outputs.update(_finance_outputs(plan, xlsx_path, html_path, charts))
     write_all(outputs)
     if to_stdout:
         sys.stdout.write(plan_json(plan))
@@ -114,6 +123,26 @@ def solve(
         err.print("[bold red]internal error:[/bold red] the verifier rejected the plan (see above)")
         raise typer.Exit(3)
     raise typer.Exit(1 if plan.status == "infeasible" else 0)
+
+
+def _finance_outputs(
+    plan: Any, xlsx_path: Path | None, html_path: Path | None, charts: list[Path]
+) -> dict[str | Path, str | bytes]:
+    outputs: dict[str | Path, str | bytes] = {}
+    if xlsx_path:
+        from planner.report.xlsx import plan_xlsx
+
+        outputs[xlsx_path] = plan_xlsx(plan)
+    if html_path:
+        from planner.report.html_report import plan_html
+
+        outputs[html_path] = plan_html(plan)
+    if charts and plan.status != "infeasible":
+        from planner.report.charts import cash_flow_png, tco_breakdown_png
+
+        outputs[charts[0]] = tco_breakdown_png(plan)
+        outputs[charts[1]] = cash_flow_png(plan)
+    return outputs
 
 
 @app.command()
@@ -173,6 +202,8 @@ def whatif(
     problem: ProblemArg,
     sets: Annotated[list[str], typer.Option("--set", help="PATH=V1,V2,... (repeatable), e.g. site.power_kw=100,200")],
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the grid as CSV")] = None,
+    xlsx_path: Annotated[Path | None, typer.Option("--xlsx", help="write the grid (and the base plan) as XLSX")] = None,
+    chart_path: Annotated[Path | None, typer.Option("--chart", help="PNG: TCO against the first swept value")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
 ) -> None:
     """Solve a grid of variants of a problem: one row per combination of the swept values."""
@@ -181,8 +212,7 @@ def whatif(
     from planner.report.grid_view import print_rows, rows_csv
     from planner.scenarios import grid, parse_set, run_grid
 
-    if csv_path:
-        check_writable([csv_path])
+    check_writable([p for p in (csv_path, xlsx_path, chart_path) if p])
     parsed = [parse_set(s) for s in sets]
     loaded = load_problem(problem)
     total = len(grid(parsed))
@@ -195,8 +225,19 @@ def whatif(
 
         rows = run_grid(loaded, parsed, time_limit, tick)
     print_rows(rows, out, f"what-if: {problem}")
+    outputs: dict[str | Path, str | bytes] = {}
     if csv_path:
-        write_all({csv_path: rows_csv(rows)})
+        outputs[csv_path] = rows_csv(rows)
+    if chart_path:
+        from planner.report.charts import sweep_png
+
+        outputs[chart_path] = sweep_png(rows, [p for p, _ in parsed])
+    if xlsx_path:
+        from planner.pipeline import plan_problem
+        from planner.report.xlsx import plan_xlsx
+
+        outputs[xlsx_path] = plan_xlsx(plan_problem(loaded, time_limit), whatif=rows)
+    write_all(outputs)
 
 
 @app.command()

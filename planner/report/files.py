@@ -28,7 +28,7 @@ def _umask() -> int:
     return mask
 
 
-def write_all(outputs: dict[str | Path, str]) -> None:
+def write_all(outputs: dict[str | Path, str | bytes]) -> None:
     """Write every file to a temporary beside it, then rename them all into place.
 
     Readers never see half a file, and a failure while preparing any file leaves
@@ -43,8 +43,12 @@ def write_all(outputs: dict[str | Path, str]) -> None:
             except OSError as exc:
                 raise InputError(f"cannot write: {exc.strerror}", file=str(target)) from None
             staged.append((tmp, target))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+            if isinstance(text, bytes):
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(text)
+            else:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(text)
             # mkstemp makes owner-only files; outputs get the usual permissions.
             os.chmod(tmp, 0o666 & ~_umask())
         for tmp, target in staged:
