@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -205,6 +206,9 @@ def whatif(
     xlsx_path: Annotated[Path | None, typer.Option("--xlsx", help="write the grid (and the base plan) as XLSX")] = None,
     chart_path: Annotated[Path | None, typer.Option("--chart", help="PNG: TCO against the first swept value")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="worker processes (default: all cores)")
+    ] = None,
 ) -> None:
     """Solve a grid of variants of a problem: one row per combination of the swept values."""
     from planner.problem_io import load_problem
@@ -216,14 +220,18 @@ def whatif(
     parsed = [parse_set(s) for s in sets]
     loaded = load_problem(problem)
     total = len(grid(parsed))
-    with err.status(f"solving {total} variants") as status:
-        done = [0]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-        def tick() -> None:
-            done[0] += 1
-            status.update(f"solved {done[0]}/{total} variants")
-
-        rows = run_grid(loaded, parsed, time_limit, tick)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("solving variants", total=total)
+        rows = run_grid(loaded, parsed, time_limit, lambda: bar.advance(task), workers or os.cpu_count() or 1)
     print_rows(rows, out, f"what-if: {problem}")
     outputs: dict[str | Path, str | bytes] = {}
     if csv_path:

@@ -108,24 +108,51 @@ def plan_summary(plan: Any) -> dict[str, Any]:
     return row
 
 
-def run_grid(
-    base: LoadedProblem, sets: list[tuple[str, list[Any]]], time_limit_s: float | None = None, progress: Any = None
-) -> list[dict[str, Any]]:
-    """Solve every variant; a variant that fails is a row with its reason, not a crash."""
+def solve_variant(base: LoadedProblem, overrides: dict[str, Any], time_limit_s: float | None) -> dict[str, Any]:
+    """One row of a grid: the swept values and the plan's summary, or the reason there is none."""
     from planner.errors import PlannerError
     from planner.pipeline import plan_problem
 
-    rows = []
-    for overrides in grid(sets):
-        row: dict[str, Any] = dict(overrides)
-        try:
-            plan = plan_problem(variant(base, overrides), time_limit_s)
-            row.update(plan_summary(plan))
-        except InputError as exc:
-            row.update(status="error", reason=exc.message if not exc.key else f"{exc.key}: {exc.message}")
-        except PlannerError as exc:
-            row.update(status="error", reason=str(exc))
-        rows.append(row)
-        if progress is not None:
-            progress()
+    row: dict[str, Any] = dict(overrides)
+    try:
+        row.update(plan_summary(plan_problem(variant(base, overrides), time_limit_s)))
+    except InputError as exc:
+        row.update(status="error", reason=exc.message if not exc.key else f"{exc.key}: {exc.message}")
+    except PlannerError as exc:
+        row.update(status="error", reason=str(exc))
+    return row
+
+
+def _solve_in_worker(job: tuple[LoadedProblem, dict[str, Any], float | None]) -> dict[str, Any]:
+    return solve_variant(*job)
+
+
+def run_grid(
+    base: LoadedProblem,
+    sets: list[tuple[str, list[Any]]],
+    time_limit_s: float | None = None,
+    progress: Any = None,
+    workers: int = 1,
+) -> list[dict[str, Any]]:
+    """Solve every variant; a variant that fails is a row with its reason, not a crash.
+
+    With ``workers > 1`` the variants run in worker processes. Each solve is
+    deterministic on its own, and rows come back in grid order, so the table is
+    the same whatever the number of workers.
+    """
+    jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
+    rows: list[dict[str, Any]] = []
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            rows.append(_solve_in_worker(job))
+            if progress is not None:
+                progress()
+        return rows
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        for row in pool.map(_solve_in_worker, jobs, chunksize=1):
+            rows.append(row)
+            if progress is not None:
+                progress()
     return rows

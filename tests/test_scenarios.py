@@ -74,3 +74,9 @@ def test_compare_cli_side_by_side(tmp_path):
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert [Path(r["problem"]).name for r in rows] == ["startup.yaml", "qlora-workstation.yaml"]
     assert float(rows[0]["tco_usd"]) > float(rows[1]["tco_usd"])
+
+
+def test_parallel_grid_equals_sequential_in_order():
+    sets = [("finance.electricity_usd_per_kwh", [0.05, 0.3]), ("site.racks", [2, 8])]
+    loaded = load_problem(STARTUP)
+    assert run_grid(loaded, sets, workers=2) == run_grid(loaded, sets, workers=1)
