@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from planner.errors import CatalogError, InputError
 from planner.schema.catalog import (
+    CloudFile,
     EfficiencyFile,
     Fabric,
     FabricsFile,
@@ -25,6 +26,7 @@ from planner.schema.catalog import (
     LlmModel,
     ModelsFile,
     Rack,
+    Rental,
     ServerChassis,
     ServersFile,
 )
@@ -52,6 +54,8 @@ class Catalog:
     efficiency: EfficiencyFile
     rack: Rack
     price_overrides_usd: dict[str, float] = field(default_factory=dict)
+    rentals: dict[str, Rental] = field(default_factory=dict)
+    rent_overrides_usd: dict[str, float] = field(default_factory=dict)
 
     def gpu(self, name: str) -> Gpu:
         return _lookup(self.gpus, name, "GPU")
@@ -74,11 +78,23 @@ class Catalog:
     def gpu_price_is_quote(self, gpu_id: str) -> bool:
         return gpu_id in self.price_overrides_usd
 
+    def rent_usd_per_gpu_hour(self, gpu_id: str, pricing: str) -> float | None:
+        """The hourly price to rent one GPU, or None where no cloud offers it (or renting is off)."""
+        if pricing == "none":
+            return None
+        if gpu_id in self.rent_overrides_usd:
+            return self.rent_overrides_usd[gpu_id]
+        rental = self.rentals.get(gpu_id)
+        if rental is None:
+            return None
+        return rental.reserved_usd_per_gpu_hour if pricing == "reserved" else rental.on_demand_usd_per_gpu_hour
+
     def restricted(
         self,
         exclude: list[str] | None = None,
         vendors: list[str] | None = None,
         prices_usd: dict[str, float] | None = None,
+        rent_usd: dict[str, float] | None = None,
     ) -> Catalog:
         """A copy without excluded GPUs (and servers left empty), with price quotes applied."""
         excluded = {self.gpu(n).id for n in exclude or []}
@@ -89,7 +105,16 @@ class Catalog:
             if kept:
                 servers[key] = chassis.model_copy(update={"gpus": kept})
         prices = {self.gpu(n).id: float(v) for n, v in (prices_usd or {}).items()}
-        return replace(self, gpus=gpus, servers=servers, price_overrides_usd=prices)
+        rents = {self.gpu(n).id: float(v) for n, v in (rent_usd or {}).items()}
+        rentals = {k: v for k, v in self.rentals.items() if k in gpus}
+        return replace(
+            self,
+            gpus=gpus,
+            servers=servers,
+            price_overrides_usd=prices,
+            rentals=rentals,
+            rent_overrides_usd={k: v for k, v in rents.items() if k in gpus},
+        )
 
 
 def _find(table: dict[str, T], name: str) -> str | None:
@@ -134,7 +159,8 @@ def load_catalog() -> Catalog:
     fabrics = _index(_read("fabrics.yaml", FabricsFile).fabrics, "fabric")
     models = _index(_read("models.yaml", ModelsFile).models, "model")
     efficiency = _read("efficiency.yaml", EfficiencyFile)
-    catalog = Catalog(gpus, servers, fabrics, models, efficiency, servers_file.rack)
+    rentals = {r.gpu: r for r in _read("cloud.yaml", CloudFile).rentals}
+    catalog = Catalog(gpus, servers, fabrics, models, efficiency, servers_file.rack, rentals=rentals)
     _check_consistent(catalog)
     return catalog
 
@@ -151,5 +177,8 @@ def _check_consistent(catalog: Catalog) -> None:
             raise CatalogError(f"GPU {key} is in no server chassis")
         if gpu.generation not in catalog.efficiency.generations:
             raise CatalogError(f"GPU {key}: generation {gpu.generation!r} has no efficiency entry")
+    for gpu_id in catalog.rentals:
+        if gpu_id not in catalog.gpus:
+            raise CatalogError(f"cloud.yaml rents unknown GPU {gpu_id!r}")
     if "none" not in catalog.fabrics:
         raise CatalogError("fabrics.yaml needs the 'none' fabric (single server)")

@@ -129,7 +129,9 @@ class Money:
     cash_flows: list[CashFlow]
 
 
-def summarize(items: list[LineItem], rates: Rates) -> Money:
+def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float] | None = None) -> Money:
+    """The plan's money; ``rent_by_year`` is cloud rent paid at the end of each year (opex)."""
+    rent = rent_by_year or {}
     capex = {"servers": 0.0, "network": 0.0, "racks": 0.0}
     bucket = {"server": "servers", "network": "network", "rack": "racks"}
     energy = colocation = maintenance = ops = residual = 0.0
@@ -141,14 +143,17 @@ def summarize(items: list[LineItem], rates: Rates) -> Money:
         ops += li.quantity * rates.ops_usd_per_year(li.category)
         residual += li.quantity * rates.residual_usd(li.unit_price_usd, li.category)
     capex_total = sum(capex.values())
-    opex_year = energy + colocation + maintenance + ops
+    owned_opex = energy + colocation + maintenance + ops
     horizon = rates.horizon_years
+    # the recurring rent (services rent every year); one-off job rents show in their year
+    opex_year = owned_opex + min((rent.get(k, 0.0) for k in range(1, horizon + 1)), default=0.0)
     depreciation = (capex_total - residual) / horizon
     flows = [CashFlow(0, capex_total, 0.0, 1.0, capex_total)]
     for k in range(1, horizon + 1):
         d = rates.discount_factor(k)
         back = residual if k == horizon else 0.0
-        flows.append(CashFlow(k, 0.0, opex_year, d, (opex_year - back) * d, back, depreciation))
+        spend = owned_opex + rent.get(k, 0.0)
+        flows.append(CashFlow(k, 0.0, spend, d, (spend - back) * d, back, depreciation))
     a = rates.annuity
     breakdown = {
         **capex,
@@ -156,6 +161,7 @@ def summarize(items: list[LineItem], rates: Rates) -> Money:
         "colocation": colocation * a,
         "maintenance": maintenance * a,
         "operations": ops * a,
+        "rent": sum(v * rates.discount_factor(k) for k, v in rent.items()),
         "residual": -residual * rates.discount_factor(horizon),
     }
     return Money(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner.bom import PoolKey, max_ports, per_rack, pool_spec
 from planner.catalog import Catalog
@@ -29,6 +29,7 @@ class InferenceOption:
     gpus_per_replica: int
     estimate: InferenceEstimate
     measured: bool = False  # from the user's benchmark, not the model
+    rent_usd_per_gpu_hour: float | None = None  # set: rented from a cloud for the whole horizon
 
     @property
     def gpu(self) -> str:
@@ -46,6 +47,7 @@ class TrainingOption:
     pool: PoolKey
     gpus: int
     estimate: TrainingEstimate
+    rent_usd_per_gpu_hour: float | None = None  # set: rented from a cloud for the job's duration
 
     @property
     def gpu(self) -> str:
@@ -161,7 +163,34 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
             wo.training = prune_training(wo.training, problem, catalog, waited_on)
         out.append(wo)
     out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
+    if problem.finance.rent != "none":
+        for wo in out:
+            _add_rentals(wo, catalog, problem.finance.rent)
     return out
+
+
+def _add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
+    """Rented twins of the options whose GPU a cloud offers.
+
+    A rented option is the same hardware and the same figures, paid by the hour:
+    services for the whole horizon (at the reserved price when asked), training
+    jobs for their duration (on demand: nobody commits for years to a burst).
+    """
+    served: list[InferenceOption] = []
+    for o in wo.inference:
+        price = catalog.rent_usd_per_gpu_hour(o.gpu, pricing)
+        if price is not None and o.rent_usd_per_gpu_hour is None:
+            served.append(replace(o, rent_usd_per_gpu_hour=price))
+    wo.inference.extend(served)
+    best: dict[tuple[str, int], TrainingOption] = {}
+    for t in wo.training:
+        price = catalog.rent_usd_per_gpu_hour(t.gpu, "on_demand")
+        if price is None:
+            continue
+        key = (t.gpu, t.gpus)  # a cloud job costs GPU-hours: keep the fastest of each size
+        if key not in best or t.days < best[key].days:
+            best[key] = replace(t, rent_usd_per_gpu_hour=price)
+    wo.training.extend(best[k] for k in sorted(best))
 
 
 def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> WorkloadOptions:  # type: ignore[no-untyped-def]

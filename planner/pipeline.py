@@ -31,7 +31,9 @@ def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
     base = base or load_catalog()
     check_references(loaded, base)
     p = loaded.problem
-    catalog = base.restricted(p.catalog.exclude, p.policy.vendors, p.catalog.prices_usd)
+    catalog = base.restricted(
+        p.catalog.exclude, p.policy.vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour
+    )
     return Context(p, catalog, build_options(p, catalog), loaded)
 
 
@@ -87,14 +89,14 @@ def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untype
     p, catalog = ctx.problem, ctx.catalog
     rb = read_back(built, solved, p, catalog)
     rates = Rates.of(p)
-    money = summarize(rb.items, rates)
+    money = summarize(rb.items, rates, _rent_by_year(rb, p))
     it_w = sum(li.power_w for li in rb.items)
     gpus: dict[str, int] = {}
     for row in rb.servers:
         gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
     step_usd = max((r.unit_price_usd for r in rb.servers), default=0.0)
     step_kw = max((r.unit_power_w for r in rb.servers), default=0.0) / 1000 * p.finance.pue
-    _attribute_costs(rb, p, catalog, rates)
+    per_gpu = _attribute_costs(rb, p, catalog, rates)
     constraints = constraint_rows(
         p,
         capex_usd=money.capex_usd,
@@ -142,10 +144,28 @@ def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untype
         ],
         cash_flows=[CashFlowRow(**vars(f)) for f in money.cash_flows],
         assumptions=_assumptions(ctx, gpus),
+        rent_vs_buy=_rent_vs_buy(per_gpu, catalog, rates),
     )
 
 
-def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> None:  # type: ignore[no-untyped-def]
+def _rent_by_year(rb, p: Problem) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    """Cloud rent paid at the end of each year: services every year, jobs in their deadline's year."""
+    import math
+
+    rent = {k: 0.0 for k in range(1, p.horizon_years + 1)}
+    for s in rb.inference:
+        for r in s.replicas:
+            if r.rented:
+                for k in rent:
+                    rent[k] += r.count * r.gpus_per_replica * (r.rent_usd_per_gpu_hour or 0.0) * 8760
+    for t in rb.training:
+        if t.rented:
+            year = max(1, min(p.horizon_years, math.ceil(t.deadline_days / 365)))
+            rent[year] += t.gpus * math.ceil(t.days * 24) * (t.rent_usd_per_gpu_hour or 0.0)
+    return {k: v for k, v in rent.items() if v}
+
+
+def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> dict[tuple[str, str, str], float]:  # type: ignore[no-untyped-def]
     """Each workload's share of the TCO, by the GPUs it holds (shared switches excluded).
 
     A GPU costs its server's and NICs' unit TCO and its rack share, divided by the
@@ -166,15 +186,48 @@ def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> None:  #
     horizon_days = p.horizon_years * 365.0
     for t in rb.training:
         share = min(1.0, t.days / horizon_days)
-        t.cost_usd = round(t.gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
+        if t.rented:
+            year = max(1, min(p.horizon_years, -(-int(t.deadline_days) // 365)))
+            hours = -(-t.days * 24 // 1)
+            t.cost_usd = round(t.gpus * hours * (t.rent_usd_per_gpu_hour or 0.0) * rates.discount_factor(year), 2)
+        else:
+            t.cost_usd = round(t.gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
     services = {s.name: s for s in p.inference}
     for svc in rb.inference:
-        cost = sum(r.count * r.gpus_per_replica * per_gpu.get((r.server, r.gpu, "none"), 0.0) for r in svc.replicas)
+        cost = sum(
+            r.count
+            * r.gpus_per_replica
+            * (
+                (r.rent_usd_per_gpu_hour or 0.0) * 8760 * rates.annuity
+                if r.rented
+                else per_gpu.get((r.server, r.gpu, "none"), 0.0)
+            )
+            for r in svc.replicas
+        )
         svc.cost_usd = round(cost, 2)
         spec = services[svc.name]
         if not spec.generic:
             tokens = svc.required_rps * spec.output_tokens * 3600 * 8760 * p.horizon_years * p.finance.utilization
             svc.cost_usd_per_million_tokens = round(cost / tokens * 1e6, 4) if tokens else None
+    return per_gpu
+
+
+def _rent_vs_buy(per_gpu: dict[tuple[str, str, str], float], catalog: Catalog, rates: Rates) -> dict:  # type: ignore[type-arg]
+    """Break-even utilisation of each owned GPU type: owning it costs as much as renting it
+    for that share of the horizon's hours (above it, owning is cheaper)."""
+    own: dict[str, float] = {}
+    for (_, gpu, _), pv in per_gpu.items():  # a GPU in two chassis: the cheaper way to own it
+        own[gpu] = min(pv, own.get(gpu, pv))
+    out: dict[str, dict[str, float]] = {}
+    for gpu, own_pv in sorted(own.items()):
+        for pricing in ("on_demand", "reserved"):
+            price = catalog.rent_usd_per_gpu_hour(gpu, pricing)
+            if price is None:
+                continue
+            row = out.setdefault(gpu, {"own_usd_per_gpu": round(own_pv, 2)})
+            row[f"{pricing}_usd_per_gpu_hour"] = price
+            row[f"break_even_utilization_{pricing}"] = round(own_pv / (8760 * price * rates.annuity), 4)
+    return out
 
 
 def _finance_assumptions(p: Problem) -> dict[str, object]:

@@ -308,7 +308,7 @@ def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
     for section in ("exclude",):
         for index, gpu in enumerate(p.catalog.exclude):
             _need_gpu(loaded, catalog, gpu, ("catalog", section, index))
-    for table in ("prices_usd", "stock", "price_decline_per_year"):
+    for table in ("prices_usd", "stock", "price_decline_per_year", "rent_usd_per_gpu_hour"):
         for gpu in getattr(p.catalog, table):
             if table == "price_decline_per_year" and gpu == "default":
                 continue

@@ -106,14 +106,26 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
 def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
     have = {(r.server, r.gpu, r.fabric): r.count * r.gpus_per_server for r in plan.servers}
     need: dict[tuple[str, str, str], int] = defaultdict(int)
+    pricing = problem.finance.rent
     for t in plan.training:
+        if t.rented:  # a cloud's GPUs, at the on-demand price
+            if t.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(
+                t.gpu, "on_demand" if pricing != "none" else "none"
+            ):
+                errs.append(f"job {t.name}: rented at {t.rent_usd_per_gpu_hour}, not the catalog's on-demand price")
+            continue
         need[(t.server, t.gpu, t.fabric)] += t.gpus
         per = catalog.servers[t.server].gpus_per_server
         if t.gpus > per and t.fabric == "none":
             errs.append(f"job {t.name}: {t.gpus} GPUs span servers without a fabric")
     for svc in plan.inference:
         for rep in svc.replicas:
-            need[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+            if not rep.rented:
+                need[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+            elif rep.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(rep.gpu, pricing):
+                errs.append(
+                    f"service {svc.name}: {rep.gpu} rented at {rep.rent_usd_per_gpu_hour}, not the {pricing} price"
+                )
     for key, n in need.items():
         if n > have.get(key, 0):
             errs.append(f"{'/'.join(key)}: workloads need {n} GPUs, plan buys {have.get(key, 0)}")

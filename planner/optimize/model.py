@@ -77,8 +77,8 @@ def build(
     _network(b, problem, catalog)
     _site(b, problem, catalog, relax)
     _policy(b, problem, catalog)
-    b.tco = _objective(b, catalog, rates)
-    _service_floors(b, catalog, rates, relax)
+    b.tco = _objective(b, catalog, rates) + _rent(b, problem, rates)
+    _service_floors(b, problem, catalog, rates, relax)
     b.model.minimize(b.tco)
     return b
 
@@ -103,7 +103,8 @@ def _pools(
 ) -> None:
     from planner.options import pool_limit
 
-    keys = sorted({o.pool for w in workloads for o in w.training} | {o.pool for w in workloads for o in w.inference})
+    owned = [o for w in workloads for o in [*w.training, *w.inference] if o.rent_usd_per_gpu_hour is None]
+    keys = sorted({o.pool for o in owned})
     site = problem.site
     for key in keys:
         spec = pool_spec(catalog, key)
@@ -200,10 +201,12 @@ def _gpu_use(b: Built) -> None:
     use: dict[PoolKey, list[cp_model.LinearExpr]] = {k: [] for k in b.pools}
     for xs in b.train.values():
         for o, x in xs:
-            use[o.pool].append(o.gpus * x)
+            if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
+                use[o.pool].append(o.gpus * x)
     for rs in b.serve.values():
         for o, r in rs:
-            use[o.pool].append(o.gpus_per_replica * r)
+            if o.rent_usd_per_gpu_hour is None:
+                use[o.pool].append(o.gpus_per_replica * r)
     for key, terms in use.items():
         p = b.pools[key]
         # Sizes are powers of two dividing the server's GPU count, so a total that
@@ -298,7 +301,7 @@ def _policy(b: Built, problem: Problem, catalog: Catalog) -> None:
         m.add(sum(used) <= k).with_name("policy:max_gpu_types")
 
 
-def _service_floors(b: Built, catalog: Catalog, rates: Rates, relax: Collection[str]) -> None:
+def _service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, relax: Collection[str]) -> None:
     """A per-service lower bound on the cost of its GPUs, as a cut the LP can use.
 
     Whole replicas (and N+k spares) make a service's cost a step function of its
@@ -318,7 +321,12 @@ def _service_floors(b: Built, catalog: Catalog, rates: Rates, relax: Collection[
         if not reps or f"service:{name}:rate" in relax:
             continue
         need, spare, pers = b.serve_rates[name]
-        costs = [site_per_gpu[o.pool] * o.gpus_per_replica for o, _ in reps]
+        costs = [
+            math.floor(rent_pv_usd(o, problem, rates))
+            if o.rent_usd_per_gpu_hour is not None
+            else site_per_gpu[o.pool] * o.gpus_per_replica
+            for o, _ in reps
+        ]
         alone = cp_model.CpModel()
         rs = [alone.new_int_var(0, upper(r), "r") for _, r in reps]
         triples = list(zip(reps, rs, pers, strict=True))
@@ -336,6 +344,29 @@ def _service_floors(b: Built, catalog: Catalog, rates: Rates, relax: Collection[
             b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
                 f"service:{name}:floor"
             )
+
+
+def rent_pv_usd(option: InferenceOption | TrainingOption, problem: Problem, rates: Rates) -> float:
+    """Present value of renting one option (one replica, or one training job) from a cloud.
+
+    A replica is rented for every hour of the horizon, paid at the end of each year;
+    a job for its hours, paid by the end of the year its deadline falls in.
+    """
+    price = option.rent_usd_per_gpu_hour or 0.0
+    if isinstance(option, InferenceOption):
+        return option.gpus_per_replica * price * 8760 * rates.annuity
+    job = next(j for j in problem.training if j.name == option.job)
+    year = max(1, min(problem.horizon_years, math.ceil(job.deadline_days / 365)))
+    return option.gpus * math.ceil(option.days * 24) * price * rates.discount_factor(year)
+
+
+def _rent(b: Built, problem: Problem, rates: Rates) -> cp_model.LinearExpr:
+    cost = 0
+    for xs in b.train.values():
+        cost += sum(u.usd(rent_pv_usd(o, problem, rates)) * x for o, x in xs if o.rent_usd_per_gpu_hour is not None)
+    for rs in b.serve.values():
+        cost += sum(u.usd(rent_pv_usd(o, problem, rates)) * r for o, r in rs if o.rent_usd_per_gpu_hour is not None)
+    return cost
 
 
 def _objective(b: Built, catalog: Catalog, rates: Rates) -> cp_model.LinearExpr:

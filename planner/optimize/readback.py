@@ -172,6 +172,8 @@ def _training(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:
                 deadline_days=job.deadline_days,
                 precision=job.precision,
                 method=job.method,
+                rented=chosen.rent_usd_per_gpu_hour is not None,
+                rent_usd_per_gpu_hour=chosen.rent_usd_per_gpu_hour,
                 mfu=round(chosen.estimate.mfu, 4),
                 tflops_per_gpu=round(chosen.estimate.tflops_per_gpu, 1),
             )
@@ -203,6 +205,8 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     tpot_ms=round(e.tpot_ms, 2),
                     batch=e.batch,
                     source="measured" if o.measured else "model",
+                    rented=o.rent_usd_per_gpu_hour is not None,
+                    rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
                 )
             )
         if svc.model is None:

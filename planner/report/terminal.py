@@ -25,6 +25,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     _buy(plan, console)
     _runs(plan, console)
     _money(plan, console)
+    _rent_vs_buy(plan, console)
     _limits(plan, console)
     if plan.explanations is not None:
         print_explanations(plan, console)
@@ -68,7 +69,7 @@ def _runs(plan: Plan, console: Console) -> None:
             t.add_row(
                 r.name,
                 f"{r.gpus} x {r.gpu}",
-                f"{r.server} / {r.fabric}",
+                f"rented at ${r.rent_usd_per_gpu_hour:g}/GPU-h" if r.rented else f"{r.server} / {r.fabric}",
                 f"{r.days:.1f}",
                 f"{r.start_day:.1f}",
                 f"{r.end_day:.1f}",
@@ -84,7 +85,7 @@ def _runs(plan: Plan, console: Console) -> None:
             for i, r in enumerate(s.replicas):
                 t.add_row(
                     s.name if i == 0 else "",
-                    f"{r.count} x {r.gpus_per_replica} {r.gpu}",
+                    f"{r.count} x {r.gpus_per_replica} {r.gpu}" + (" rented" if r.rented else ""),
                     r.precision,
                     f"{r.rps_per_replica:.2f}",
                     str(r.batch),
@@ -104,6 +105,17 @@ def _money(plan: Plan, console: Console) -> None:
         t.add_row(k, _usd(v), f"{100 * v / plan.tco_usd:.1f}%" if plan.tco_usd else "-")
     t.add_row("[bold]TCO[/bold]", f"[bold]{_usd(plan.tco_usd)}[/bold]", "")
     console.print(t)
+
+
+def _rent_vs_buy(plan: Plan, console: Console) -> None:
+    if not plan.rent_vs_buy:
+        return
+    parts = []
+    for gpu, row in plan.rent_vs_buy.items():
+        u = row.get("break_even_utilization_on_demand")
+        if u is not None:
+            parts.append(f"{gpu} {100 * u:.0f}%")
+    console.print("Owning beats renting on demand above this share of the hours: " + ", ".join(parts) + ".")
 
 
 def _limits(plan: Plan, console: Console) -> None:

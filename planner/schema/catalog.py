@@ -250,3 +250,15 @@ class EfficiencyFile(Strict):
     generations: dict[str, GenerationEfficiency]
     serving: ServingAssumptions
     training: TrainingAssumptions
+
+
+class Rental(Strict):
+    gpu: str = Field(min_length=1)
+    on_demand_usd_per_gpu_hour: float = Field(gt=0)
+    reserved_usd_per_gpu_hour: float = Field(gt=0)
+    source: Source
+
+
+class CloudFile(Strict):
+    schema_version: Literal[1] = 1
+    rentals: list[Rental]

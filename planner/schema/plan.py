@@ -38,7 +38,9 @@ class TrainingRow(Out):
     method: str
     mfu: float
     tflops_per_gpu: float
-    cost_usd: float = 0.0  # its GPUs' share of their pool's TCO for the days it runs
+    cost_usd: float = 0.0  # its GPUs' share of their pool's TCO for the days it runs (or its rent)
+    rented: bool = False
+    rent_usd_per_gpu_hour: float | None = None
 
 
 class ReplicaRow(Out):
@@ -52,6 +54,8 @@ class ReplicaRow(Out):
     tpot_ms: float
     batch: int
     source: str = "model"  # model | measured (your benchmark from the problem file)
+    rented: bool = False  # from a cloud, for the whole horizon
+    rent_usd_per_gpu_hour: float | None = None
 
 
 class InferenceRow(Out):
@@ -165,6 +169,7 @@ class Plan(Out):
     purchase: list[PurchaseRow] = Field(default_factory=list)
     cash_flows: list[CashFlowRow] = Field(default_factory=list)
     assumptions: dict[str, Any] = Field(default_factory=dict)
+    rent_vs_buy: dict[str, dict[str, float]] = Field(default_factory=dict)
     diagnosis: Diagnosis | None = None
     explanations: Explanations | None = None
     verification: list[str] = Field(default_factory=list)

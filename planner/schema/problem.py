@@ -41,6 +41,11 @@ class Finance(Strict):
     residual_value_share: float = Field(
         default=0.0, ge=0, le=1, description="share of server and network capex recovered by resale at the horizon"
     )
+    rent: Literal["none", "on_demand", "reserved"] = Field(
+        default="none",
+        description="also consider renting cloud GPUs: services rent for the whole horizon (at the reserved price "
+        "when 'reserved'), training jobs for their duration (on demand); 'none': buy only",
+    )
 
 
 class Site(Strict):
@@ -58,6 +63,9 @@ class CatalogOptions(Strict):
         default_factory=dict, description="per-GPU price overrides (a quote you have), USD per GPU"
     )
     stock: dict[str, int] = Field(default_factory=dict, description="at most this many units of a GPU can be bought")
+    rent_usd_per_gpu_hour: dict[str, float] = Field(
+        default_factory=dict, description="cloud rental price overrides (a quote you have), USD per GPU-hour"
+    )
     price_decline_per_year: dict[str, float] = Field(
         default_factory=dict, description="reserved for multi-period planning"
     )
@@ -67,6 +75,9 @@ class CatalogOptions(Strict):
         for gpu, price in self.prices_usd.items():
             if not (0 < price <= 1e8):
                 raise ValueError(f"prices_usd.{gpu} must be a positive price in USD, got {price}")
+        for gpu, rent in self.rent_usd_per_gpu_hour.items():
+            if not (0 < rent <= 1e4):
+                raise ValueError(f"rent_usd_per_gpu_hour.{gpu} must be a positive price in USD, got {rent}")
         for gpu, units in self.stock.items():
             if not (0 <= units <= MAX_COUNT):
                 raise ValueError(f"stock.{gpu} must be between 0 and {MAX_COUNT}, got {units}")
