@@ -101,8 +101,10 @@ def main() -> None:
             Path(args.save).write_text(text)
         loaded = loads_problem(text, f"large-s{args.seed}.yaml")
     p = loaded.problem
-    print(f"problem {p.name}: {len(p.inference)} services, {len(p.training)} training jobs, "
-          f"{len(p.catalog.exclude)} GPU types excluded")
+    print(
+        f"problem {p.name}: {len(p.inference)} services, {len(p.training)} training jobs, "
+        f"{len(p.catalog.exclude)} GPU types excluded"
+    )
 
     # The pipeline as `planner solve` runs it: options, then build + solve + read-back + verify.
     t0 = time.perf_counter()
@@ -120,11 +122,16 @@ def main() -> None:
 
     n_train = sum(len(w.training) for w in ctx.workloads)
     n_serve = sum(len(w.inference) for w in ctx.workloads)
-    print(f"options: {n_train} training options, {n_serve} serving options, {len(built.pools)} server pools, "
-          f"{len(built.fabrics)} fabrics")
-    print(f"model:   {sizes['variables']} variables ({sizes['booleans']} Boolean), {sizes['constraints']} constraints "
-          f"{sizes['by kind']} ({sizes['enforced']} with enforcement literals), {sizes['linear terms']} linear terms, {sizes['objective terms']} objective terms, "
-          f"{sizes['proto bytes'] / 1e6:.2f} MB proto")
+    print(
+        f"options: {n_train} training options, {n_serve} serving options, {len(built.pools)} server pools, "
+        f"{len(built.fabrics)} fabrics"
+    )
+    print(
+        f"model:   {sizes['variables']} variables ({sizes['booleans']} Boolean), {sizes['constraints']} constraints "
+        f"{sizes['by kind']} ({sizes['enforced']} with enforcement literals), {sizes['linear terms']} linear terms, "
+        f"{sizes['objective terms']} objective terms, "
+        f"{sizes['proto bytes'] / 1e6:.2f} MB proto"
+    )
     print()
     print(f"  {t_import:7.2f} s  imports")
     if t_gen:
@@ -132,12 +139,15 @@ def main() -> None:
     print(f"  {t_options:7.2f} s  options (prepare: enumerate every GPU x chassis x fabric x size/precision)")
     print(f"  {t_build:7.2f} s  build CP-SAT model (timed separately; the pipeline builds it once more)")
     print(f"  {plan.solve_seconds or 0:7.2f} s  solve (planner settings)")
-    print(f"  {t_plan - (plan.solve_seconds or 0):7.2f} s  pipeline minus solve: build, read-back, constraint rows, verify")
+    rest = t_plan - (plan.solve_seconds or 0)
+    print(f"  {rest:7.2f} s  pipeline minus solve: build, read-back, constraint rows, verify")
     total = t_options + t_plan
     print(f"  {total:7.2f} s  total (options + build + solve + read-back + verify)")
     print()
-    print(f"status {plan.status}, gap {plan.gap}, TCO ${plan.tco_usd:,.0f}, capex ${plan.capex_usd:,.0f}, "
-          f"verification {'ok' if not plan.verification else plan.verification}")
+    print(
+        f"status {plan.status}, gap {plan.gap}, TCO ${plan.tco_usd:,.0f}, capex ${plan.capex_usd:,.0f}, "
+        f"verification {'ok' if not plan.verification else plan.verification}"
+    )
     goal = plan.status == "optimal" and (plan.gap or 0) < 1e-9 and total <= 60
     print(f"goal (proven optimal within 60 s): {'met' if goal else 'NOT met'}")
     if plan.servers:
@@ -185,10 +195,13 @@ def main() -> None:
                     status = solver.status_name(code).lower()
                     obj, bound = solver.objective_value, solver.best_objective_bound
                 gap = (obj - bound) / abs(obj) if obj else float("nan")
-                print(f"  {wall:7.2f} s  dtime {solver.deterministic_time:6.2f}  {status:9s} obj {obj:14,.0f}  "
-                      f"gap {gap:.2e}  {label}")
+                print(
+                    f"  {wall:7.2f} s  dtime {solver.deterministic_time:6.2f}  {status:9s} obj {obj:14,.0f}  "
+                    f"gap {gap:.2e}  {label}"
+                )
         finally:
             cp_model.CpSolver.solve = original  # type: ignore[method-assign]
+
 
 if __name__ == "__main__":
     main()

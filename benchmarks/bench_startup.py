@@ -132,7 +132,12 @@ def main() -> None:
     }
     on_path = shutil.which("planner")
     if on_path and Path(on_path).resolve() != Path(script).resolve():
-        commands[f"planner solve {args.problem} (as found on PATH: {on_path})"] = ["planner", "solve", args.problem, "--quiet"]
+        commands[f"planner solve {args.problem} (as found on PATH: {on_path})"] = [
+            "planner",
+            "solve",
+            args.problem,
+            "--quiet",
+        ]
 
     # Warm the file cache once so the first timed run is not an outlier.
     for cmd in commands.values():
@@ -149,8 +154,10 @@ def main() -> None:
     labels = list(results)
     baseline, planner_s = results[labels[1]], results[labels[3]]
     ratio = planner_s / baseline
-    print(f"\nplanner / baseline = {planner_s:.3f} / {baseline:.3f} = {ratio:.2f}x  (goal: < 2x) "
-          f"{'OK' if ratio < 2 else 'OVER'}")
+    print(
+        f"\nplanner / baseline = {planner_s:.3f} / {baseline:.3f} = {ratio:.2f}x  (goal: < 2x) "
+        f"{'OK' if ratio < 2 else 'OVER'}"
+    )
     print(f"planner's own time beyond imports: {planner_s - baseline:.3f} s")
 
     if args.breakdown:

@@ -44,7 +44,14 @@ SERVED = [
     ("llama-2-70b", 1, (1, 20)),
     ("llama-3.1-405b", 1, (0.5, 4)),
 ]
-PRECISION_SETS = [["bf16"], ["fp8"], ["bf16", "fp8"], ["fp8", "int4"], ["bf16", "fp8", "int8", "int4"], ["int8", "int4"]]
+PRECISION_SETS = [
+    ["bf16"],
+    ["fp8"],
+    ["bf16", "fp8"],
+    ["fp8", "int4"],
+    ["bf16", "fp8", "int8", "int4"],
+    ["int8", "int4"],
+]
 PROFILES = [  # (input, output, ttft_ms, tpot_ms): chat, RAG, summarise, code, batch
     (800, 250, 500, 40),
     (6000, 300, 1500, 50),
@@ -226,8 +233,11 @@ def main() -> None:
         sys.stdout.write(text)
     else:
         Path(args.output).write_text(text)
-        print(f"wrote {args.output}: {len(problem['inference'])} services, {len(problem['training'])} jobs, "
-              f"{len(problem['catalog']['exclude'])} GPU types excluded", file=sys.stderr)
+        print(
+            f"wrote {args.output}: {len(problem['inference'])} services, {len(problem['training'])} jobs, "
+            f"{len(problem['catalog']['exclude'])} GPU types excluded",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

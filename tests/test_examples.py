@@ -54,6 +54,13 @@ def test_example_solves_to_proven_optimality(path: Path) -> None:
     assert {s.name for s in plan.inference} == {s.name for s in loaded.problem.inference}
 
 
+@pytest.fixture(scope="module")
+def infeasible():  # type: ignore[no-untyped-def]
+    """The infeasible example, diagnosed once (a diagnosis re-solves per limit: seconds)."""
+    loaded = load_problem(PROBLEMS / "infeasible-budget.yaml")
+    return loaded, plan_problem(loaded)
+
+
 def _budget_fix(plan):  # type: ignore[no-untyped-def]
     assert plan.diagnosis is not None
     fixes = [f for f in plan.diagnosis.fixes if f.constraint == "budget"]
@@ -61,9 +68,8 @@ def _budget_fix(plan):  # type: ignore[no-untyped-def]
     return fixes[0]
 
 
-def test_infeasible_budget_is_diagnosed() -> None:
-    loaded = load_problem(PROBLEMS / "infeasible-budget.yaml")
-    plan = plan_problem(loaded)
+def test_infeasible_budget_is_diagnosed(infeasible) -> None:  # type: ignore[no-untyped-def]
+    loaded, plan = infeasible
 
     assert plan.status == "infeasible"
     assert plan.purchase == []
@@ -76,13 +82,14 @@ def test_infeasible_budget_is_diagnosed() -> None:
     assert fix.required > fix.current
 
 
-def test_infeasible_budget_fix_is_enough() -> None:
+def test_infeasible_budget_fix_is_enough(infeasible) -> None:  # type: ignore[no-untyped-def]
     """Moving the budget to the diagnosed value gives a plan (the fix is exact, not a guess)."""
-    path = PROBLEMS / "infeasible-budget.yaml"
-    fix = _budget_fix(plan_problem(load_problem(path)))
-    text = path.read_text().replace(f"budget_usd: {fix.current:.0f}", f"budget_usd: {fix.required:.0f}")
+    _, plan = infeasible
+    fix = _budget_fix(plan)
+    text = (PROBLEMS / "infeasible-budget.yaml").read_text()
+    text = text.replace(f"budget_usd: {fix.current:.0f}", f"budget_usd: {fix.required:.0f}")
     assert f"budget_usd: {fix.required:.0f}" in text
-    plan = plan_problem(loads_problem(text, "infeasible-budget-fixed.yaml"))
-    assert plan.status == "optimal"
-    assert plan.verification == []
-    assert plan.capex_usd <= fix.required
+    fixed = plan_problem(loads_problem(text, "infeasible-budget-fixed.yaml"))
+    assert fixed.status == "optimal"
+    assert fixed.verification == []
+    assert fixed.capex_usd <= fix.required
