@@ -155,13 +155,19 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
     dependents = {d.lower() for j in problem.training for d in j.after}
     from planner.dominance import prune_training
 
-    out = []
-    for job in problem.training:
-        waited_on = job.name.lower() in dependents
-        wo = _training_options(job, problem, catalog, limit, waited_on, slower)
-        if not slower:  # pruning weighs days only for jobs others wait on: not for a relaxed deadline
-            wo.training = prune_training(wo.training, problem, catalog, waited_on)
-        out.append(wo)
+    by_name: dict[str, WorkloadOptions] = {}
+    earliest_end: dict[str, float] = {}
+    for job in _topological(problem.training):
+        # A job cannot start before its predecessors can possibly end: size it for that window.
+        start = max([job.release_day, *(earliest_end[d.lower()] for d in job.after)])
+        in_chain = job.name.lower() in dependents or bool(job.after)
+        wo = _training_options(job, problem, catalog, limit, in_chain, slower, start)
+        if not slower:  # pruning weighs days only for jobs in a chain: not for a relaxed deadline
+            wo.training = prune_training(wo.training, problem, catalog, in_chain)
+        fastest = min((o.days for o in wo.training), default=float("inf"))
+        earliest_end[job.name.lower()] = start + fastest
+        by_name[job.name] = wo
+    out = [by_name[job.name] for job in problem.training]
     out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
     if problem.finance.rent != "none":
         for wo in out:
@@ -297,12 +303,31 @@ def _undominated(found: list[InferenceOption]) -> list[InferenceOption]:
     return keep
 
 
+def _topological(jobs: list[TrainingJob]) -> list[TrainingJob]:
+    """Jobs after the jobs they wait on (the schema has already refused cycles)."""
+    done: dict[str, TrainingJob] = {}
+    pending = list(jobs)
+    while pending:
+        ready = [j for j in pending if all(d.lower() in done for d in j.after)]
+        for j in ready:
+            done[j.name.lower()] = j
+        pending = [j for j in pending if j.name.lower() not in done]
+    return list(done.values())
+
+
 def _training_options(
-    job: TrainingJob, problem: Problem, catalog: Catalog, limit, has_dependents: bool, slower: bool = False
-) -> WorkloadOptions:  # type: ignore[no-untyped-def]
+    job: TrainingJob,
+    problem: Problem,
+    catalog: Catalog,
+    limit,  # type: ignore[no-untyped-def]
+    has_dependents: bool,
+    slower: bool = False,
+    earliest_start: float | None = None,
+) -> WorkloadOptions:
     shape = shape_of(job.model, catalog)
     wo = WorkloadOptions(job.name, "training", shape)
-    window = job.deadline_days - job.release_day
+    start = job.release_day if earliest_start is None else earliest_start
+    window = job.deadline_days - start
     eff = catalog.efficiency
     for chassis in catalog.servers.values():
         for gpu_id in chassis.gpus:
@@ -344,7 +369,7 @@ def _training_options(
                 picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
                 limit_days = window
                 if slower:
-                    limit_days = problem.horizon_years * 365.0 - job.release_day
+                    limit_days = problem.horizon_years * 365.0 - start
                     picks = sorted(set(picks) | set(_slower_sizes(sizes, estimate, limit_days, chosen)))
                 if not picks:
                     if sizes:

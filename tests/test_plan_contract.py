@@ -163,3 +163,24 @@ def test_infeasible_budget_fix_is_exact():
     assert at.status == "optimal"
     below = solve_text(text.replace("budget_usd: 20000", f"budget_usd: {fix.required - 1:.0f}"))
     assert below.status == "infeasible"
+
+
+def test_a_job_after_another_is_sized_for_the_time_left():
+    """The successor's window starts when its predecessor can end, not at its release day."""
+    plan = solve_text("""
+name: chain
+training:
+  - name: ablation-8b
+    model: llama-3.1-8b
+    tokens: 2.0e11
+    deadline_days: 21
+  - name: run-70b
+    model: llama-3.1-70b
+    tokens: 2.0e11
+    deadline_days: 80
+    after: [ablation-8b]
+""")
+    assert plan.status == "optimal" and plan.verification == []
+    first, second = plan.training
+    assert second.start_day >= first.end_day - 1e-9
+    assert second.end_day <= 80
