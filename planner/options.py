@@ -430,7 +430,7 @@ def _slower_sizes(sizes: Sequence[int], estimate, longest_days: float, chosen: i
 def _faster_sizes(chosen: int, sizes: Sequence[int]) -> list[int]:
     """Larger sizes for jobs others wait on: finishing sooner gives successors time."""
     out: list[int] = []
-    for factor in (1.25, 1.5, 2.0, 3.0, 4.0):
+    for factor in (1.5, 2.0, 4.0):
         i = bisect.bisect_left(sizes, math.ceil(chosen * factor))
         if i < len(sizes) and sizes[i] != chosen and sizes[i] not in out:
             out.append(sizes[i])
