@@ -201,7 +201,12 @@ def options(
 @user_errors
 def whatif(
     problem: ProblemArg,
-    sets: Annotated[list[str], typer.Option("--set", help="PATH=V1,V2,... (repeatable), e.g. site.power_kw=100,200")],
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="PATH=V1,V2,... (repeatable), e.g. site.power_kw=100,200")
+    ] = None,
+    scenarios: Annotated[
+        Path | None, typer.Option("--scenarios", help="YAML of named scenarios and Monte Carlo draws")
+    ] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the grid as CSV")] = None,
     xlsx_path: Annotated[Path | None, typer.Option("--xlsx", help="write the grid (and the base plan) as XLSX")] = None,
     chart_path: Annotated[Path | None, typer.Option("--chart", help="PNG: TCO against the first swept value")] = None,
@@ -217,7 +222,12 @@ def whatif(
     from planner.scenarios import grid, parse_set, run_grid
 
     check_writable([p for p in (csv_path, xlsx_path, chart_path) if p])
-    parsed = [parse_set(s) for s in sets]
+    if not sets and not scenarios:
+        raise InputError("give --set PATH=V1,V2 (a grid) or --scenarios FILE", key="whatif")
+    if scenarios:
+        _run_scenarios(problem, scenarios, csv_path, time_limit, workers)
+        return
+    parsed = [parse_set(s) for s in sets or []]
     loaded = load_problem(problem)
     total = len(grid(parsed))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -246,6 +256,28 @@ def whatif(
 
         outputs[xlsx_path] = plan_xlsx(plan_problem(loaded, time_limit), whatif=rows)
     write_all(outputs)
+
+
+def _run_scenarios(
+    problem: Path, scenarios: Path, csv_path: Path | None, time_limit: float | None, workers: int | None
+) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+
+    from planner.montecarlo import load_scenarios, run_scenarios
+    from planner.problem_io import load_problem
+    from planner.report.files import write_all
+    from planner.report.grid_view import print_rows, rows_csv
+
+    spec = load_scenarios(str(scenarios))
+    loaded = load_problem(problem)
+    with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("solving scenarios and draws", total=None)
+        rows, mc = run_scenarios(loaded, spec, time_limit, workers or os.cpu_count() or 1, lambda: bar.advance(task))
+    print_rows(rows, out, f"scenarios: {problem}")
+    if mc:
+        print_rows(mc, out, "Monte Carlo: TCO of each candidate's hardware under the draws")
+    if csv_path:
+        write_all({csv_path: rows_csv(rows + [{"scenario": f"monte-carlo:{r['candidate']}", **r} for r in mc])})
 
 
 @app.command()
