@@ -214,6 +214,8 @@ def whatif(
     workers: Annotated[
         int | None, typer.Option("--workers", min=1, help="worker processes (default: all cores)")
     ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (worker processes) or ray")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --executor ray)")] = None,
 ) -> None:
     """Solve a grid of variants of a problem: one row per combination of the swept values."""
     from planner.problem_io import load_problem
@@ -225,7 +227,7 @@ def whatif(
     if not sets and not scenarios:
         raise InputError("give --set PATH=V1,V2 (a grid) or --scenarios FILE", key="whatif")
     if scenarios:
-        _run_scenarios(problem, scenarios, csv_path, time_limit, workers)
+        _run_scenarios(problem, scenarios, csv_path, time_limit, workers, executor, address)
         return
     parsed = [parse_set(s) for s in sets or []]
     loaded = load_problem(problem)
@@ -241,7 +243,9 @@ def whatif(
         transient=True,
     ) as bar:
         task = bar.add_task("solving variants", total=total)
-        rows = run_grid(loaded, parsed, time_limit, lambda: bar.advance(task), workers or os.cpu_count() or 1)
+        rows = run_grid(
+            loaded, parsed, time_limit, lambda: bar.advance(task), workers or os.cpu_count() or 1, executor, address
+        )
     print_rows(rows, out, f"what-if: {problem}")
     outputs: dict[str | Path, str | bytes] = {}
     if csv_path:
@@ -259,7 +263,13 @@ def whatif(
 
 
 def _run_scenarios(
-    problem: Path, scenarios: Path, csv_path: Path | None, time_limit: float | None, workers: int | None
+    problem: Path,
+    scenarios: Path,
+    csv_path: Path | None,
+    time_limit: float | None,
+    workers: int | None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
@@ -272,7 +282,9 @@ def _run_scenarios(
     loaded = load_problem(problem)
     with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), console=err, transient=True) as bar:
         task = bar.add_task("solving scenarios and draws", total=None)
-        rows, mc = run_scenarios(loaded, spec, time_limit, workers or os.cpu_count() or 1, lambda: bar.advance(task))
+        rows, mc = run_scenarios(
+            loaded, spec, time_limit, workers or os.cpu_count() or 1, lambda: bar.advance(task), executor, address
+        )
     print_rows(rows, out, f"scenarios: {problem}")
     if mc:
         print_rows(mc, out, "Monte Carlo: TCO of each candidate's hardware under the draws")

@@ -130,7 +130,13 @@ def _evaluate(job: tuple[LoadedProblem, dict[str, Any], dict[tuple[str, str, str
 
 
 def run_scenarios(
-    base: LoadedProblem, spec: ScenarioFile, time_limit_s: float | None = None, workers: int = 1, progress: Any = None
+    base: LoadedProblem,
+    spec: ScenarioFile,
+    time_limit_s: float | None = None,
+    workers: int = 1,
+    progress: Any = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows per scenario, and (with monte_carlo) TCO percentiles per candidate plan."""
     from planner.errors import PlannerError
@@ -159,20 +165,9 @@ def run_scenarios(
     rng = random.Random(mc.seed)
     draws = [{path: round(d.draw(rng), 6) for path, d in mc.draws.items()} for _ in range(mc.samples)]
     jobs = [(base, draw, hw, time_limit_s) for hw in candidates.values() for draw in draws]
-    results: list[float | None] = []
-    if workers > 1 and len(jobs) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    from planner.executors import map_ordered
 
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            for r in pool.map(_evaluate, jobs, chunksize=1):
-                results.append(r)
-                if progress:
-                    progress()
-    else:
-        for job in jobs:
-            results.append(_evaluate(job))
-            if progress:
-                progress()
+    results: list[float | None] = map_ordered(_evaluate, jobs, workers, executor, address, progress)
     summary = []
     for i, (name, hw) in enumerate(candidates.items()):
         tcos = results[i * len(draws) : (i + 1) * len(draws)]

@@ -133,26 +133,16 @@ def run_grid(
     time_limit_s: float | None = None,
     progress: Any = None,
     workers: int = 1,
+    executor: str = "local",
+    address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Solve every variant; a variant that fails is a row with its reason, not a crash.
 
-    With ``workers > 1`` the variants run in worker processes. Each solve is
-    deterministic on its own, and rows come back in grid order, so the table is
-    the same whatever the number of workers.
+    Variants run in worker processes (``workers``) or on Ray (``executor="ray"``).
+    Each solve is deterministic on its own and rows come back in grid order, so the
+    table is the same whatever ran it.
     """
-    jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
-    rows: list[dict[str, Any]] = []
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            rows.append(_solve_in_worker(job))
-            if progress is not None:
-                progress()
-        return rows
-    from concurrent.futures import ProcessPoolExecutor
+    from planner.executors import map_ordered
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-        for row in pool.map(_solve_in_worker, jobs, chunksize=1):
-            rows.append(row)
-            if progress is not None:
-                progress()
-    return rows
+    jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
+    return map_ordered(_solve_in_worker, jobs, workers, executor, address, progress)

@@ -80,3 +80,15 @@ def test_parallel_grid_equals_sequential_in_order():
     sets = [("finance.electricity_usd_per_kwh", [0.05, 0.3]), ("site.racks", [2, 8])]
     loaded = load_problem(STARTUP)
     assert run_grid(loaded, sets, workers=2) == run_grid(loaded, sets, workers=1)
+
+
+def test_ray_executor_gives_the_same_rows_in_the_same_order():
+    """A local Ray instance stands in for a cluster (``--address`` joins a real one)."""
+    sets = [("finance.electricity_usd_per_kwh", [0.05, 0.3]), ("site.racks", [2, 8])]
+    loaded = load_problem(STARTUP)
+    assert run_grid(loaded, sets, workers=2, executor="ray") == run_grid(loaded, sets, workers=1)
+
+
+def test_unknown_executor_is_an_input_error():
+    run = CliRunner().invoke(app, ["whatif", str(STARTUP), "--set", "site.racks=2", "--executor", "slurm"])
+    assert run.exit_code == 2 and "executor" in run.output
