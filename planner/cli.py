@@ -313,6 +313,10 @@ def compare(
     for path, lp in zip(problems, loaded, strict=True):
         rows.append({"problem": str(path), **plan_summary(plan_problem(lp, time_limit))})
     print_rows(rows, out, "comparison")
+    from planner.scenarios import differences
+
+    for line in differences(rows):
+        out.print(line, markup=False)
     if csv_path:
         write_all({csv_path: rows_csv(rows)})
 

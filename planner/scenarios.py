@@ -146,3 +146,27 @@ def run_grid(
 
     jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
     return map_ordered(_solve_in_worker, jobs, workers, executor, address, progress)
+
+
+def differences(rows: list[dict[str, Any]], label: str = "problem") -> list[str]:
+    """What differs between plans, in words: the GPU mix, the binding limits, and the money."""
+    if len(rows) < 2:
+        return []
+    first = rows[0]
+    lines = []
+    for row in rows[1:]:
+        name, base = row.get(label), first.get(label)
+        if row.get("status") == "infeasible" or first.get("status") == "infeasible":
+            lines.append(f"{name} vs {base}: {row.get('status')} vs {first.get('status')}")
+            continue
+        parts = []
+        if row.get("gpus") != first.get("gpus"):
+            parts.append(f"buys {row.get('gpus') or 'nothing'} instead of {first.get('gpus') or 'nothing'}")
+        if row.get("binding") != first.get("binding"):
+            parts.append(f"binding: {row.get('binding') or 'none'} (was {first.get('binding') or 'none'})")
+        for key in ("tco_usd", "capex_usd", "opex_usd_per_year"):
+            a, b = row.get(key), first.get(key)
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) >= 1:
+                parts.append(f"{key} {a - b:+,.0f}")
+        lines.append(f"{name} vs {base}: " + ("; ".join(parts) if parts else "the same plan"))
+    return lines

@@ -92,3 +92,16 @@ def test_ray_executor_gives_the_same_rows_in_the_same_order():
 def test_unknown_executor_is_an_input_error():
     run = CliRunner().invoke(app, ["whatif", str(STARTUP), "--set", "site.racks=2", "--executor", "slurm"])
     assert run.exit_code == 2 and "executor" in run.output
+
+
+def test_compare_says_what_differs():
+    from planner.scenarios import differences
+
+    rows = [
+        {"problem": "a", "status": "optimal", "gpus": "8x H100-SXM", "binding": "budget", "tco_usd": 100.0},
+        {"problem": "b", "status": "optimal", "gpus": "8x B200", "binding": "budget", "tco_usd": 90.0},
+        {"problem": "c", "status": "optimal", "gpus": "8x H100-SXM", "binding": "budget", "tco_usd": 100.0},
+    ]
+    lines = differences(rows)
+    assert lines[0] == "b vs a: buys 8x B200 instead of 8x H100-SXM; tco_usd -10"
+    assert lines[1] == "c vs a: the same plan"
