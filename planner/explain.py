@@ -21,7 +21,7 @@ from typing import Any
 from planner.errors import InputError, PlannerError
 from planner.optimize.model import Built, build
 from planner.optimize.solve import solve
-from planner.pipeline import Context, _plan, prepare
+from planner.pipeline import Context, assemble_plan, prepare
 from planner.schema.plan import BudgetStep, Explanations, Plan, RunnerUp, WhyNotRow
 
 # Plans whose TCO differs by less than this are the same for a reader (unit costs
@@ -54,7 +54,7 @@ def solve_context(ctx: Context, time_limit_s: float | None, extra: Any = None) -
     solved = solve(built.model, time_limit_s)
     if solved.status not in ("optimal", "feasible"):
         return None, built
-    return _plan(ctx, built, solved), built
+    return assemble_plan(ctx, built, solved), built
 
 
 def variant_context(ctx: Context, path: str, value: Any) -> Context:

@@ -70,7 +70,7 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
         raise PlannerError(
             "the solver found no plan within its time limit and could not prove that none exists; raise --time-limit"
         )
-    plan = _plan(ctx, built, solved)
+    plan = assemble_plan(ctx, built, solved)
     plan.verification = verify(p, ctx.catalog, plan)
     return plan
 
@@ -85,7 +85,7 @@ def _infeasible(problem: Problem, diagnosis) -> Plan:  # type: ignore[no-untyped
     )
 
 
-def _plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untyped-def]
+def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[no-untyped-def]
     p, catalog = ctx.problem, ctx.catalog
     rb = read_back(built, solved, p, catalog)
     rates = Rates.of(p)
