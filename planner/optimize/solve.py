@@ -47,7 +47,8 @@ def solve(model: cp_model.CpModel, time_limit_s: float | None = None, workers: i
         raise PlannerError(f"internal error: the optimisation model is invalid: {problem}")
     limit = time_limit_s or DEFAULT_DETERMINISTIC_LIMIT
     start = time.perf_counter()
-    first = _run(model, min(limit, FIRST_PHASE), workers)
+    # no presolve probing in the quick phase: it halves small solves (startup 0.49 -> 0.24 s)
+    first = _run(model, min(limit, FIRST_PHASE), workers, probing=0)
     rest = limit - first.solver.deterministic_time
     if first.status in ("optimal", "infeasible") or rest <= 0.1 or workers > 1:
         first.seconds = time.perf_counter() - start
@@ -78,7 +79,7 @@ def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
         model.add_hint(var, solver.value(var))
 
 
-def _run(model: cp_model.CpModel, limit: float, workers: int) -> Solved:
+def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1) -> Solved:
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.num_workers = workers
@@ -87,7 +88,7 @@ def _run(model: cp_model.CpModel, limit: float, workers: int) -> Solved:
     # Measured on problems/ and the large benchmark: the stronger LP (level 2) closes
     # gaps on many-service problems far sooner; lighter probing saves presolve time.
     p.linearization_level = 2
-    p.cp_model_probing_level = 1
+    p.cp_model_probing_level = probing
     p.max_deterministic_time = limit
     p.log_search_progress = False
     code = solver.solve(model)
