@@ -271,6 +271,6 @@ def _assumptions(ctx: Context, gpus: dict[str, int]) -> dict[str, object]:
         "racks": "homogeneous racks: one pool (chassis, GPU, fabric) per rack; switches in network racks",
         "network": "non-blocking leaf/spine per fabric; one switch while the ports fit",
         "inference_capacity": "replicas planned at `headroom` of their modelled throughput",
-        "training_sharing": "each training job has its own GPUs (no time-sharing yet)",
+        "training_sharing": "jobs that do not overlap in time share a pool's GPUs; services hold theirs all along",
         "catalog_exclude": ctx.problem.catalog.exclude,
     }

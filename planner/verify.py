@@ -104,8 +104,10 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
 
 
 def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
+    """At every moment, the services' GPUs plus the running jobs' fit the servers bought."""
     have = {(r.server, r.gpu, r.fabric): r.count * r.gpus_per_server for r in plan.servers}
-    need: dict[tuple[str, str, str], int] = defaultdict(int)
+    held: dict[tuple[str, str, str], int] = defaultdict(int)
+    runs: dict[tuple[str, str, str], list[tuple[float, float, int, str]]] = defaultdict(list)
     pricing = problem.finance.rent
     for t in plan.training:
         if t.rented:  # a cloud's GPUs, at the on-demand price
@@ -114,21 +116,24 @@ def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) 
             ):
                 errs.append(f"job {t.name}: rented at {t.rent_usd_per_gpu_hour}, not the catalog's on-demand price")
             continue
-        need[(t.server, t.gpu, t.fabric)] += t.gpus
         per = catalog.servers[t.server].gpus_per_server
         if t.gpus > per and t.fabric == "none":
             errs.append(f"job {t.name}: {t.gpus} GPUs span servers without a fabric")
+        runs[(t.server, t.gpu, t.fabric)].append((t.start_day, t.end_day, t.gpus, t.name))
     for svc in plan.inference:
         for rep in svc.replicas:
             if not rep.rented:
-                need[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+                held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
             elif rep.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(rep.gpu, pricing):
                 errs.append(
                     f"service {svc.name}: {rep.gpu} rented at {rep.rent_usd_per_gpu_hour}, not the {pricing} price"
                 )
-    for key, n in need.items():
-        if n > have.get(key, 0):
-            errs.append(f"{'/'.join(key)}: workloads need {n} GPUs, plan buys {have.get(key, 0)}")
+    for key in set(held) | set(runs):
+        # the busiest moment is when some job starts (or at once, for services alone)
+        moments = [start for start, _, _, _ in runs[key]] or [0.0]
+        peak = max(held[key] + sum(g for s, e, g, _ in runs[key] if s <= t < e - 1e-9) for t in moments)
+        if peak > have.get(key, 0):
+            errs.append(f"{'/'.join(key)}: workloads need {peak} GPUs at once, plan buys {have.get(key, 0)}")
 
 
 def _training(problem: Problem, plan: Plan, errs: list[str]) -> None:

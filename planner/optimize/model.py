@@ -198,20 +198,34 @@ def _cover_cuts(m: cp_model.CpModel, reps: list, need: int, spare: int, name: st
 
 
 def _gpu_use(b: Built) -> None:
-    use: dict[PoolKey, list[cp_model.LinearExpr]] = {k: [] for k in b.pools}
-    for xs in b.train.values():
+    """GPUs per pool: services hold theirs for the whole horizon; training jobs hold
+    theirs only while they run, so jobs that do not overlap in time share a pool."""
+    serve: dict[PoolKey, list[cp_model.LinearExpr]] = {k: [] for k in b.pools}
+    jobs: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar, str]]] = {k: [] for k in b.pools}
+    for name, xs in b.train.items():
         for o, x in xs:
             if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
-                use[o.pool].append(o.gpus * x)
+                jobs[o.pool].append((o, x, name))
     for rs in b.serve.values():
         for o, r in rs:
             if o.rent_usd_per_gpu_hour is None:
-                use[o.pool].append(o.gpus_per_replica * r)
-    for key, terms in use.items():
-        p = b.pools[key]
+                serve[o.pool].append(o.gpus_per_replica * r)
+    m = b.model
+    for key, p in b.pools.items():
         # Sizes are powers of two dividing the server's GPU count, so a total that
         # fits the GPUs always packs into whole servers.
-        b.model.add(sum(terms) <= p.spec.gpus_per_server * p.servers).with_name(f"gpus[{key.label()}]")
+        gpus = p.spec.gpus_per_server * p.servers
+        if not jobs[key]:
+            m.add(sum(serve[key]) <= gpus).with_name(f"gpus[{key.label()}]")
+            continue
+        # A cumulative's capacity must be one variable (cpsat-notes): the GPUs services leave free.
+        free = m.new_int_var(0, p.spec.gpus_per_server * upper(p.servers), f"free_gpus[{key.label()}]")
+        m.add(free == gpus - sum(serve[key])).with_name(f"gpus[{key.label()}]")
+        runs = [
+            m.new_optional_fixed_size_interval_var(b.starts[name], u.days_up(o.days), x, f"run[{name}@{key.label()}]")
+            for o, x, name in jobs[key]
+        ]
+        m.add_cumulative(runs, [o.gpus for o, _, _ in jobs[key]], free)
 
 
 def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
