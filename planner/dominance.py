@@ -1,6 +1,7 @@
 """Exact pruning of training options that can never be in an optimal plan.
 
-Option ``b`` (a job spread over whole servers on a scale-out fabric) is dropped
+Option ``b`` (a job spread over whole servers on a scale-out fabric, in a pool no
+other job can use) is dropped
 when a single-server option ``a`` of the same job is no worse on everything the
 solver weighs: ``a`` bought on its own (its server and a rack) costs no more
 than the least ``b`` can add (its servers, NICs and cables; switches and racks
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.bom import per_rack, pool_spec
+from planner.bom import PoolKey, per_rack, pool_spec
 from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.options import TrainingOption
@@ -68,15 +69,21 @@ def least_added(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Ra
 
 
 def prune_training(
-    options: list[TrainingOption], problem: Problem, catalog: Catalog, has_dependents: bool
+    options: list[TrainingOption],
+    problem: Problem,
+    catalog: Catalog,
+    has_dependents: bool,
+    shared: set[PoolKey] | frozenset[PoolKey] = frozenset(),
 ) -> list[TrainingOption]:
+    """Drop dominated options; never in ``shared`` pools, whose servers another job may
+    also use (at another time), so that an option there may add nothing at all."""
     rates = Rates.of(problem)
     singles = [(o, standalone(o, problem, catalog, rates)) for o in options if o.pool.fabric == "none"]
     singles.sort(key=lambda pair: pair[1].tco_usd)
     limited = {g.lower() for g in problem.catalog.stock} if problem.policy.max_gpu_types is None else None
     kept = []
     for b in options:
-        if b.pool.fabric == "none":
+        if b.pool.fabric == "none" or b.pool in shared:
             kept.append(b)
             continue
         low = least_added(b, problem, catalog, rates)

@@ -162,12 +162,20 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
         start = max([job.release_day, *(earliest_end[d.lower()] for d in job.after)])
         in_chain = job.name.lower() in dependents or bool(job.after)
         wo = _training_options(job, problem, catalog, limit, in_chain, slower, start)
-        if not slower:  # pruning weighs days only for jobs in a chain: not for a relaxed deadline
-            wo.training = prune_training(wo.training, problem, catalog, in_chain)
         fastest = min((o.days for o in wo.training), default=float("inf"))
         earliest_end[job.name.lower()] = start + fastest
         by_name[job.name] = wo
     out = [by_name[job.name] for job in problem.training]
+    if not slower:  # pruning weighs days only for jobs in a chain: not for a relaxed deadline
+        # Servers of a pool two jobs could use may be shared over time: no pruning there.
+        users: dict[PoolKey, set[str]] = {}
+        for wo in out:
+            for o in wo.training:
+                users.setdefault(o.pool, set()).add(wo.name)
+        shared = {k for k, names in users.items() if len(names) > 1}
+        for job, wo in zip(problem.training, out, strict=True):
+            in_chain = job.name.lower() in dependents or bool(job.after)
+            wo.training = prune_training(wo.training, problem, catalog, in_chain, shared)
     out += [_inference_options(svc, catalog, limit) for svc in problem.inference]
     if problem.finance.rent != "none":
         for wo in out:
