@@ -74,20 +74,35 @@ def variant_context(ctx: Context, path: str, value: Any) -> Context:
     return prepare(loaded)
 
 
-def marginal_values(ctx: Context, plan: Plan, time_limit_s: float | None = None) -> None:
+def _moved_tco(job: tuple[Context, str, Any, float | None]) -> float | None:
+    ctx, path, value, time_limit_s = job
+    try:
+        moved, _ = solve_context(variant_context(ctx, path, value), time_limit_s)
+    except (InputError, PlannerError):  # a variant the schema refuses (a limit at its bound) is not measured
+        return None
+    return None if moved is None else moved.tco_usd
+
+
+def marginal_values(ctx: Context, plan: Plan, time_limit_s: float | None = None, workers: int | None = None) -> None:
+    """Loosen each limit by its step and solve again; the re-solves run in worker processes."""
+    import os
+
+    from planner.executors import map_ordered
+
+    rows, jobs = [], []
     for row in plan.constraints:
         if row.step is None or row.limit is None or row.step == 0:
             continue
         value: float | int = row.limit + row.step
         if float(row.limit).is_integer() and float(row.step).is_integer():
             value = int(value)
-        try:
-            moved, _ = solve_context(variant_context(ctx, row.path, value), time_limit_s)
-        except (InputError, PlannerError):  # a variant the schema refuses (a limit at its bound) is not measured
+        rows.append(row)
+        jobs.append((ctx, row.path, value, time_limit_s))
+    moved = map_ordered(_moved_tco, jobs, workers or os.cpu_count() or 1)
+    for row, tco in zip(rows, moved, strict=True):
+        if tco is None:
             continue
-        if moved is None:
-            continue
-        row.marginal_usd = round(moved.tco_usd - plan.tco_usd, 2)
+        row.marginal_usd = round(tco - plan.tco_usd, 2)
         row.binding = row.marginal_usd < -SAVING_USD
 
 
