@@ -17,6 +17,7 @@ Conventions (pinned by tests):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.schema.problem import Problem
@@ -76,6 +77,25 @@ class Rates:
 
     def residual_usd(self, price_usd: float, category: str) -> float:
         return self.residual_value_share * price_usd if category in MAINTAINED else 0.0
+
+    # Cloud rent: a replica is rented every hour of every year (paid at each year's end);
+    # a training job for its started hours, paid by the end of the year its deadline falls in.
+    def rent_year(self, deadline_days: float) -> int:
+        return max(1, min(self.horizon_years, math.ceil(deadline_days / 365)))
+
+    @staticmethod
+    def replica_rent_usd_per_year(gpus: int, usd_per_gpu_hour: float) -> float:
+        return gpus * usd_per_gpu_hour * HOURS_PER_YEAR
+
+    @staticmethod
+    def job_rent_usd(gpus: int, days: float, usd_per_gpu_hour: float) -> float:
+        return gpus * math.ceil(days * 24) * usd_per_gpu_hour
+
+    def replica_rent_pv_usd(self, gpus: int, usd_per_gpu_hour: float) -> float:
+        return self.replica_rent_usd_per_year(gpus, usd_per_gpu_hour) * self.annuity
+
+    def job_rent_pv_usd(self, gpus: int, days: float, usd_per_gpu_hour: float, deadline_days: float) -> float:
+        return self.job_rent_usd(gpus, days, usd_per_gpu_hour) * self.discount_factor(self.rent_year(deadline_days))
 
     def unit_tco_usd(self, price_usd: float, power_w: float, category: str) -> float:
         """Present value over the horizon of buying and running one unit."""

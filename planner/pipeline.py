@@ -89,7 +89,7 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
     p, catalog = ctx.problem, ctx.catalog
     rb = read_back(built, solved, p, catalog)
     rates = Rates.of(p)
-    money = summarize(rb.items, rates, _rent_by_year(rb, p))
+    money = summarize(rb.items, rates, _rent_by_year(rb, rates))
     it_w = sum(li.power_w for li in rb.items)
     gpus: dict[str, int] = {}
     for row in rb.servers:
@@ -148,20 +148,19 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
     )
 
 
-def _rent_by_year(rb, p: Problem) -> dict[int, float]:  # type: ignore[no-untyped-def]
+def _rent_by_year(rb, rates: Rates) -> dict[int, float]:  # type: ignore[no-untyped-def]
     """Cloud rent paid at the end of each year: services every year, jobs in their deadline's year."""
-    import math
-
-    rent = {k: 0.0 for k in range(1, p.horizon_years + 1)}
+    rent = {k: 0.0 for k in range(1, rates.horizon_years + 1)}
     for s in rb.inference:
         for r in s.replicas:
             if r.rented:
                 for k in rent:
-                    rent[k] += r.count * r.gpus_per_replica * (r.rent_usd_per_gpu_hour or 0.0) * 8760
+                    rent[k] += r.count * rates.replica_rent_usd_per_year(
+                        r.gpus_per_replica, r.rent_usd_per_gpu_hour or 0.0
+                    )
     for t in rb.training:
         if t.rented:
-            year = max(1, min(p.horizon_years, math.ceil(t.deadline_days / 365)))
-            rent[year] += t.gpus * math.ceil(t.days * 24) * (t.rent_usd_per_gpu_hour or 0.0)
+            rent[rates.rent_year(t.deadline_days)] += rates.job_rent_usd(t.gpus, t.days, t.rent_usd_per_gpu_hour or 0.0)
     return {k: v for k, v in rent.items() if v}
 
 
@@ -187,9 +186,8 @@ def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> dict[tup
     for t in rb.training:
         share = min(1.0, t.days / horizon_days)
         if t.rented:
-            year = max(1, min(p.horizon_years, -(-int(t.deadline_days) // 365)))
-            hours = -(-t.days * 24 // 1)
-            t.cost_usd = round(t.gpus * hours * (t.rent_usd_per_gpu_hour or 0.0) * rates.discount_factor(year), 2)
+            pv = rates.job_rent_pv_usd(t.gpus, t.days, t.rent_usd_per_gpu_hour or 0.0, t.deadline_days)
+            t.cost_usd = round(pv, 2)
         else:
             t.cost_usd = round(t.gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
     services = {s.name: s for s in p.inference}
@@ -198,7 +196,7 @@ def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> dict[tup
             r.count
             * r.gpus_per_replica
             * (
-                (r.rent_usd_per_gpu_hour or 0.0) * 8760 * rates.annuity
+                rates.replica_rent_pv_usd(1, r.rent_usd_per_gpu_hour or 0.0)
                 if r.rented
                 else per_gpu.get((r.server, r.gpu, "none"), 0.0)
             )
@@ -226,7 +224,7 @@ def _rent_vs_buy(per_gpu: dict[tuple[str, str, str], float], catalog: Catalog, r
                 continue
             row = out.setdefault(gpu, {"own_usd_per_gpu": round(own_pv, 2)})
             row[f"{pricing}_usd_per_gpu_hour"] = price
-            row[f"break_even_utilization_{pricing}"] = round(own_pv / (8760 * price * rates.annuity), 4)
+            row[f"break_even_utilization_{pricing}"] = round(own_pv / rates.replica_rent_pv_usd(1, price), 4)
     return out
 
 

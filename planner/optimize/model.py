@@ -368,10 +368,9 @@ def rent_pv_usd(option: InferenceOption | TrainingOption, problem: Problem, rate
     """
     price = option.rent_usd_per_gpu_hour or 0.0
     if isinstance(option, InferenceOption):
-        return option.gpus_per_replica * price * 8760 * rates.annuity
+        return rates.replica_rent_pv_usd(option.gpus_per_replica, price)
     job = next(j for j in problem.training if j.name == option.job)
-    year = max(1, min(problem.horizon_years, math.ceil(job.deadline_days / 365)))
-    return option.gpus * math.ceil(option.days * 24) * price * rates.discount_factor(year)
+    return rates.job_rent_pv_usd(option.gpus, option.days, price, job.deadline_days)
 
 
 def _rent(b: Built, problem: Problem, rates: Rates) -> cp_model.LinearExpr:
