@@ -23,6 +23,7 @@ def constraint_rows(
     training: list[TrainingRow],
     inference: list[InferenceRow],
     gpus_bought: dict[str, int],
+    gpus_by_year: dict[tuple[str, int], int] | None = None,
 ) -> list[ConstraintRow]:
     rows: list[ConstraintRow] = []
     fin, site = problem.finance, problem.site
@@ -62,7 +63,10 @@ def constraint_rows(
             "days",
             round(row.deadline_days * 0.1, 3),
         )
-    for row, svc in zip(inference, problem.inference, strict=True):
+    for svc in problem.inference:
+        years = [r for r in inference if r.name == svc.name]
+        # the tightest year speaks for the service: least capacity to spare
+        row = min(years, key=lambda r: (r.capacity_rps - r.required_rps, r.year or 0))
         add(
             f"service:{row.name}:rate",
             f"inference.{row.name}.requests_per_s",
@@ -72,8 +76,11 @@ def constraint_rows(
             -round(row.required_rps * 0.1, 6),
             at_least=True,
         )
-        ttft = max((r.ttft_ms for r in row.replicas), default=0.0)
-        tpot = max((r.tpot_ms for r in row.replicas), default=0.0)
+        ttft = max((r.ttft_ms for y in years for r in y.replicas), default=0.0)
+        tpot = max((r.tpot_ms for y in years for r in y.replicas), default=0.0)
+        if svc.mix is not None:  # each bucket's latency on the kind serving it
+            ttft = max((s.ttft_ms for y in years for b in y.routing for s in b.routes), default=0.0)
+            tpot = max((s.tpot_ms for y in years for b in y.routing for s in b.routes), default=0.0)
         add(
             f"service:{row.name}:ttft",
             f"inference.{row.name}.ttft_ms",
@@ -91,7 +98,9 @@ def constraint_rows(
             round(svc.tpot_ms * 0.1, 3),
         )
     for gpu, units in problem.catalog.stock.items():
-        used = next((v for k, v in gpus_bought.items() if k.lower() == gpu.lower()), 0)
+        # per purchase year: the year that bought most
+        per_year = [v for (k, _), v in (gpus_by_year or {}).items() if k.lower() == gpu.lower()]
+        used = max(per_year, default=next((v for k, v in gpus_bought.items() if k.lower() == gpu.lower()), 0))
         add(f"stock:{gpu}", f"catalog.stock.{gpu}", units, used, "gpus", 8)
     if problem.policy.max_gpu_types is not None:
         add(

@@ -97,16 +97,30 @@ class Rates:
     def job_rent_pv_usd(self, gpus: int, days: float, usd_per_gpu_hour: float, deadline_days: float) -> float:
         return self.job_rent_usd(gpus, days, usd_per_gpu_hour) * self.discount_factor(self.rent_year(deadline_days))
 
-    def unit_tco_usd(self, price_usd: float, power_w: float, category: str) -> float:
-        """Present value over the horizon of buying and running one unit."""
-        yearly = (
+    def service_years(self, bought_year: int = 0, life_years: int | None = None) -> range:
+        """The operating years (1..horizon) a unit bought in cash-flow year ``bought_year`` runs."""
+        end = self.horizon_years if life_years is None else min(self.horizon_years, bought_year + life_years)
+        return range(bought_year + 1, end + 1)
+
+    def running_usd_per_year(self, price_usd: float, power_w: float, category: str) -> float:
+        return (
             self.energy_usd_per_year(power_w)
             + self.colocation_usd_per_year(power_w)
             + self.maintenance_usd_per_year(price_usd, category)
             + self.ops_usd_per_year(category)
         )
-        resale = self.residual_usd(price_usd, category) * self.discount_factor(self.horizon_years)
-        return price_usd + self.annuity * yearly - resale
+
+    def unit_tco_usd(
+        self, price_usd: float, power_w: float, category: str, bought_year: int = 0, life_years: int | None = None
+    ) -> float:
+        """Present value over the horizon of buying one unit (at the start of operating year
+        ``bought_year + 1``) and running it for its service years; resale only if it is still in
+        service at the horizon."""
+        years = self.service_years(bought_year, life_years)
+        running = sum(self.discount_factor(k) for k in years) * self.running_usd_per_year(price_usd, power_w, category)
+        alive = bool(years) and years[-1] == self.horizon_years
+        resale = self.residual_usd(price_usd, category) * self.discount_factor(self.horizon_years) if alive else 0.0
+        return price_usd * self.discount_factor(bought_year) + running - resale
 
 
 @dataclass(frozen=True)
@@ -119,6 +133,8 @@ class LineItem:
     unit_power_w: float
     notes: str = ""
     breakdown: str = ""  # which TCO bucket the capex goes to: servers | network | racks
+    year: int = 0  # cash-flow year of the purchase (0: up front; y: start of operating year y + 1)
+    life_years: int | None = None  # years in service; None: to the horizon
 
     @property
     def extended_price_usd(self) -> float:
@@ -152,40 +168,40 @@ class Money:
 def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float] | None = None) -> Money:
     """The plan's money; ``rent_by_year`` is cloud rent paid at the end of each year (opex)."""
     rent = rent_by_year or {}
-    capex = {"servers": 0.0, "network": 0.0, "racks": 0.0}
-    bucket = {"server": "servers", "network": "network", "rack": "racks"}
-    energy = colocation = maintenance = ops = residual = 0.0
-    for li in items:
-        capex[bucket[li.category]] += li.extended_price_usd
-        energy += li.quantity * rates.energy_usd_per_year(li.unit_power_w)
-        colocation += li.quantity * rates.colocation_usd_per_year(li.unit_power_w)
-        maintenance += li.quantity * rates.maintenance_usd_per_year(li.unit_price_usd, li.category)
-        ops += li.quantity * rates.ops_usd_per_year(li.category)
-        residual += li.quantity * rates.residual_usd(li.unit_price_usd, li.category)
-    capex_total = sum(capex.values())
-    owned_opex = energy + colocation + maintenance + ops
     horizon = rates.horizon_years
-    # the recurring rent (services rent every year); one-off job rents show in their year
-    opex_year = owned_opex + min((rent.get(k, 0.0) for k in range(1, horizon + 1)), default=0.0)
-    depreciation = (capex_total - residual) / horizon
-    flows = [CashFlow(0, capex_total, 0.0, 1.0, capex_total)]
-    for k in range(1, horizon + 1):
+    bucket = {"server": "servers", "network": "network", "rack": "racks"}
+    breakdown = dict.fromkeys(("servers", "network", "racks", "energy", "colocation", "maintenance"), 0.0)
+    breakdown |= {"operations": 0.0, "rent": 0.0, "residual": 0.0}
+    capex = [0.0] * (horizon + 1)
+    owned = [0.0] * (horizon + 1)  # owned hardware's running cost, by year
+    back = [0.0] * (horizon + 1)  # resale, by year
+    depreciation = [0.0] * (horizon + 1)
+    for li in items:
+        q, price, watts = li.quantity, li.unit_price_usd, li.unit_power_w
+        capex[li.year] += li.extended_price_usd
+        breakdown[bucket[li.category]] += li.extended_price_usd * rates.discount_factor(li.year)
+        years = rates.service_years(li.year, li.life_years)
+        resale = q * rates.residual_usd(price, li.category) if years and years[-1] == horizon else 0.0
+        back[horizon] += resale
+        for k in years:
+            d = rates.discount_factor(k)
+            owned[k] += q * rates.running_usd_per_year(price, watts, li.category)
+            breakdown["energy"] += q * rates.energy_usd_per_year(watts) * d
+            breakdown["colocation"] += q * rates.colocation_usd_per_year(watts) * d
+            breakdown["maintenance"] += q * rates.maintenance_usd_per_year(price, li.category) * d
+            breakdown["operations"] += q * rates.ops_usd_per_year(li.category) * d
+            depreciation[k] += (li.extended_price_usd - resale) / len(years)
+    breakdown["rent"] = sum(v * rates.discount_factor(k) for k, v in rent.items())
+    breakdown["residual"] = -back[horizon] * rates.discount_factor(horizon)
+    flows = []
+    for k in range(horizon + 1):
         d = rates.discount_factor(k)
-        back = residual if k == horizon else 0.0
-        spend = owned_opex + rent.get(k, 0.0)
-        flows.append(CashFlow(k, 0.0, spend, d, (spend - back) * d, back, depreciation))
-    a = rates.annuity
-    breakdown = {
-        **capex,
-        "energy": energy * a,
-        "colocation": colocation * a,
-        "maintenance": maintenance * a,
-        "operations": ops * a,
-        "rent": sum(v * rates.discount_factor(k) for k, v in rent.items()),
-        "residual": -residual * rates.discount_factor(horizon),
-    }
+        spend = owned[k] + rent.get(k, 0.0)
+        flows.append(CashFlow(k, capex[k], spend, d, (capex[k] + spend - back[k]) * d, back[k], depreciation[k]))
+    # the full fleet's running cost plus the recurring rent (one-off job rents show in their year)
+    opex_year = owned[horizon] + min((rent.get(k, 0.0) for k in range(1, horizon + 1)), default=0.0)
     return Money(
-        capex_usd=capex_total,
+        capex_usd=sum(capex),
         opex_usd_per_year=opex_year,
         tco_usd=sum(f.present_value_usd for f in flows),
         breakdown_usd=breakdown,

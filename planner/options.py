@@ -17,6 +17,7 @@ from planner.catalog import Catalog
 from planner.perf.inference import InferenceEstimate, InferenceQuery, Link, estimate_inference, max_tp_candidates
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
+from planner.pricing import server_price_usd
 from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.problem import InferenceService, MeasuredThroughput, Problem, TrainingJob
 
@@ -30,6 +31,8 @@ class InferenceOption:
     estimate: InferenceEstimate
     measured: bool = False  # from the user's benchmark, not the model
     rent_usd_per_gpu_hour: float | None = None  # set: rented from a cloud for the whole horizon
+    # a service with a request-size mix: this kind's figures per bucket (None: cannot meet its targets)
+    buckets: tuple[InferenceEstimate | None, ...] = ()
 
     @property
     def gpu(self) -> str:
@@ -39,6 +42,15 @@ class InferenceOption:
     def rps_per_replica(self) -> float:
         """Planning capacity: the replica's throughput at the headroom utilisation."""
         return self.estimate.planning_requests_per_s
+
+    def bucket_rps(self, k: int) -> float:
+        """Planning capacity of a replica serving only bucket ``k`` of the mix (0: it cannot)."""
+        e = self.buckets[k]
+        return e.planning_requests_per_s if e is not None else 0.0
+
+    @property
+    def capacities(self) -> tuple[float, ...]:
+        return tuple(self.bucket_rps(k) for k in range(len(self.buckets))) or (self.rps_per_replica,)
 
 
 @dataclass(frozen=True)
@@ -127,8 +139,8 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     if spec.nics_per_server:
         bounds.append(max_ports(fabric) // spec.nics_per_server)
     stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
-    if key.gpu in stock:
-        bounds.append(stock[key.gpu] // spec.gpus_per_server)
+    if key.gpu in stock:  # per year: a plan by year may buy it every year
+        bounds.append(stock[key.gpu] // spec.gpus_per_server * (problem.horizon_years if problem.yearly else 1))
         if bounds[-1] == 0:
             return 0, f"stock: only {stock[key.gpu]} x {key.gpu} available, a server holds {spec.gpus_per_server}"
     if site.racks is not None and "racks" not in ignore:
@@ -136,7 +148,8 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     if site.power_kw is not None and "site_power" not in ignore:
         bounds.append(int(site.power_kw * 1000 / problem.finance.pue // spec.power_w))
     if problem.finance.budget_usd is not None and "budget" not in ignore:
-        bounds.append(int(problem.finance.budget_usd // spec.server_price_usd))
+        cheapest = server_price_usd(spec, catalog, problem, problem.horizon_years - 1 if problem.yearly else 0)
+        bounds.append(int(problem.finance.budget_usd // cheapest))
     return min(bounds), ""
 
 
@@ -180,6 +193,14 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
     if problem.finance.rent != "none":
         for wo in out:
             _add_rentals(wo, catalog, problem.finance.rent)
+    if not problem.finance.buy:  # rent only
+        for wo in out:
+            owned = [o for o in [*wo.inference, *wo.training] if o.rent_usd_per_gpu_hour is None]
+            wo.rejected += [
+                Rejection(o.gpu, o.pool.server, "rent only (finance.buy: false), no cloud price") for o in owned
+            ]
+            wo.inference = [o for o in wo.inference if o.rent_usd_per_gpu_hour is not None]
+            wo.training = [o for o in wo.training if o.rent_usd_per_gpu_hour is not None]
     return out
 
 
@@ -227,7 +248,7 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
                 continue
             found: list[InferenceOption] = []
             tps = max_tp_candidates(chassis.gpus_per_server)
-            for precision in svc.precisions if shape is not None else []:
+            for precision in svc.precisions if shape is not None and svc.mix is None else []:
                 for tp in tps:
                     if (gpu_id, precision, tp) in measured:
                         continue  # measured numbers win (below)
@@ -247,6 +268,10 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
                         found.append(InferenceOption(svc.name, key, precision, tp, est))
                     else:
                         wo.rejected.append(Rejection(gpu_id, chassis.id, f"{precision} TP{tp}: {est.reason}"))
+            if svc.mix is not None:
+                found += _mix_options(svc, catalog, chassis, gpu, key, tps, wo)
+                wo.inference.extend(_undominated(found))
+                continue
             for (gid, precision, tp), entry in measured.items():
                 if gid != gpu_id:
                     continue
@@ -259,6 +284,61 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
     if svc.generic and not wo.inference and not wo.rejected:
         wo.rejected.append(Rejection("-", "-", "no measured GPU is in the catalog after exclusions"))
     return wo
+
+
+def _mix_options(  # type: ignore[no-untyped-def]
+    svc: InferenceService, catalog: Catalog, chassis: ServerChassis, gpu: Gpu, key: PoolKey, tps: list[int], wo
+) -> list[InferenceOption]:
+    """Replica kinds for a request-size mix: each bucket estimated at its own sizes (or taken
+    from the user's per-bucket measurement); a kind is kept if it serves any bucket."""
+    assert svc.mix is not None
+    buckets = svc.mix.sized
+    labels = [b.label.lower() for b in buckets]
+    measured: dict[tuple[str, int], dict[int, MeasuredThroughput]] = {}
+    for m in svc.measured:
+        if catalog.find_gpu_id(m.gpu) == gpu.id and m.bucket is not None:
+            measured.setdefault((m.precision, m.gpus_per_replica), {})[labels.index(m.bucket.lower())] = m
+    kinds = sorted(set(measured) | ({(p, tp) for p in svc.precisions for tp in tps} if wo.shape else set()))
+    eff = catalog.efficiency
+    found = []
+    for precision, tp in kinds:
+        if tp not in tps:
+            wo.rejected.append(Rejection(gpu.id, chassis.id, f"measured x{tp}: does not pack into this server"))
+            continue
+        per: list[InferenceEstimate | None] = []
+        reasons = []
+        for k, bucket in enumerate(buckets):
+            entry = measured.get((precision, tp), {}).get(k)
+            if entry is not None:
+                bad = _measured_problem(svc, entry, tp, tps)
+                per.append(None if bad else _measured_estimate(svc, entry, bucket.output_tokens))
+                reasons += [f"{bucket.label}: {bad}"] if bad else []
+                continue
+            if wo.shape is None or precision not in svc.precisions:
+                per.append(None)
+                continue
+            q = InferenceQuery(
+                model=wo.shape,
+                gpu=gpu,
+                gpus=tp,
+                precision=precision,
+                input_tokens=bucket.input_tokens,
+                output_tokens=bucket.output_tokens,
+                link=link_for(chassis, gpu, tp),
+                tpot_ms=svc.tpot_ms,
+                ttft_ms=svc.ttft_ms,
+            )
+            est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+            per.append(est if est.fits else None)
+            reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
+        served = [e for e in per if e is not None]
+        if not served:
+            wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} x{tp}: no bucket fits ({reasons[0]})"))
+            continue
+        representative = max(served, key=lambda e: e.tpot_p99_ms)  # the slowest bucket it serves
+        is_measured = (precision, tp) in measured
+        found.append(InferenceOption(svc.name, key, precision, tp, representative, is_measured, None, tuple(per)))
+    return found
 
 
 def _measured_problem(svc: InferenceService, entry: MeasuredThroughput, tp: int, tps: list[int]) -> str:
@@ -275,10 +355,12 @@ def _measured_problem(svc: InferenceService, entry: MeasuredThroughput, tp: int,
     return ""
 
 
-def _measured_estimate(svc: InferenceService, entry: MeasuredThroughput) -> InferenceEstimate:
+def _measured_estimate(
+    svc: InferenceService, entry: MeasuredThroughput, output_tokens: int | None = None
+) -> InferenceEstimate:
     """A user's benchmark, dressed as an estimate: taken as is, no headroom taken off."""
     rps = entry.requests_per_s
-    tokens = 0.0 if svc.generic else rps * svc.output_tokens
+    tokens = 0.0 if svc.generic else rps * (output_tokens or svc.output_tokens)
     return InferenceEstimate(
         fits=True,
         requests_per_s=rps,
@@ -301,7 +383,10 @@ def _undominated(found: list[InferenceOption]) -> list[InferenceOption]:
         beaten = any(
             a is not b
             and b.gpus_per_replica % a.gpus_per_replica == 0
-            and (b.gpus_per_replica // a.gpus_per_replica) * a.rps_per_replica >= b.rps_per_replica
+            and all(
+                (b.gpus_per_replica // a.gpus_per_replica) * ca >= cb
+                for ca, cb in zip(a.capacities, b.capacities, strict=True)
+            )
             and (a.gpus_per_replica, -a.rps_per_replica, a.precision)
             < (b.gpus_per_replica, -b.rps_per_replica, b.precision)
             for a in found

@@ -90,10 +90,19 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
     rb = read_back(built, solved, p, catalog)
     rates = Rates.of(p)
     money = summarize(rb.items, rates, _rent_by_year(rb, rates))
-    it_w = sum(li.power_w for li in rb.items)
+    # the most IT power installed in any year (purchases by year add up; retired ones leave)
+    it_w = max(
+        (
+            sum(li.power_w for li in rb.items if k in rates.service_years(li.year, li.life_years))
+            for k in range(1, p.horizon_years + 1)
+        ),
+        default=0.0,
+    )
     gpus: dict[str, int] = {}
+    by_year: dict[tuple[str, int], int] = {}
     for row in rb.servers:
         gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
+        by_year[(row.gpu, row.year)] = by_year.get((row.gpu, row.year), 0) + row.count * row.gpus_per_server
     step_usd = max((r.unit_price_usd for r in rb.servers), default=0.0)
     step_kw = max((r.unit_power_w for r in rb.servers), default=0.0) / 1000 * p.finance.pue
     per_gpu = _attribute_costs(rb, p, catalog, rates)
@@ -109,6 +118,7 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
         training=rb.training,
         inference=rb.inference,
         gpus_bought=gpus,
+        gpus_by_year=by_year,
     )
     return Plan(
         problem=p.name,
@@ -116,6 +126,7 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
         gap=solved.gap,
         solve_seconds=round(solved.seconds, 3),
         tco_usd=round(money.tco_usd, 2),
+        rent_usd_per_hour=round(_rent_per_hour(rb), 4),
         capex_usd=round(money.capex_usd, 2),
         opex_usd_per_year=round(money.opex_usd_per_year, 2),
         tco_breakdown_usd={k: round(v, 2) for k, v in money.breakdown_usd.items()},
@@ -139,6 +150,7 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
                 extended_price_usd=li.extended_price_usd,
                 unit_power_w=li.unit_power_w,
                 notes=li.notes,
+                year=li.year,
             )
             for li in rb.items
         ],
@@ -154,7 +166,7 @@ def _rent_by_year(rb, rates: Rates) -> dict[int, float]:  # type: ignore[no-unty
     for s in rb.inference:
         for r in s.replicas:
             if r.rented:
-                for k in rent:
+                for k in rent if s.year is None else [s.year]:
                     rent[k] += r.count * rates.replica_rent_usd_per_year(
                         r.gpus_per_replica, r.rent_usd_per_gpu_hour or 0.0
                     )
@@ -162,6 +174,17 @@ def _rent_by_year(rb, rates: Rates) -> dict[int, float]:  # type: ignore[no-unty
         if t.rented:
             rent[rates.rent_year(t.deadline_days)] += rates.job_rent_usd(t.gpus, t.days, t.rent_usd_per_gpu_hour or 0.0)
     return {k: v for k, v in rent.items() if v}
+
+
+def _rent_per_hour(rb) -> float:  # type: ignore[no-untyped-def]
+    """The hourly bill of the GPUs services rent in the first year."""
+    return sum(
+        r.count * r.gpus_per_replica * (r.rent_usd_per_gpu_hour or 0.0)
+        for s in rb.inference
+        if s.year in (None, 1)
+        for r in s.replicas
+        if r.rented
+    )
 
 
 def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> dict[tuple[str, str, str], float]:  # type: ignore[no-untyped-def]
@@ -177,6 +200,8 @@ def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> dict[tup
     per_gpu: dict[tuple[str, str, str], float] = {}
     rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
     for row in rb.servers:
+        if (row.server, row.gpu, row.fabric) in per_gpu:
+            continue  # bought again in a later year: priced like the first purchase
         spec = pool_spec(catalog, PoolKey(row.server, row.gpu, row.fabric))
         unit = rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server")
         unit += spec.nics_per_server * rates.unit_tco_usd(spec.nic_price_usd, spec.nic_power_w, "network")
@@ -192,20 +217,31 @@ def _attribute_costs(rb, p: Problem, catalog: Catalog, rates: Rates) -> dict[tup
             t.cost_usd = round(t.gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
     services = {s.name: s for s in p.inference}
     for svc in rb.inference:
+        # a plan by year: each year's row bears a year of its GPUs' cost (a year of rent, paid at its end)
+        share = 1.0 if svc.year is None else 1.0 / p.horizon_years
+        years = p.horizon_years if svc.year is None else 1
         cost = sum(
             r.count
             * r.gpus_per_replica
             * (
-                rates.replica_rent_pv_usd(1, r.rent_usd_per_gpu_hour or 0.0)
+                (
+                    rates.replica_rent_pv_usd(1, r.rent_usd_per_gpu_hour or 0.0)
+                    if svc.year is None
+                    else rates.replica_rent_usd_per_year(1, r.rent_usd_per_gpu_hour or 0.0)
+                    * rates.discount_factor(svc.year)
+                )
                 if r.rented
-                else per_gpu.get((r.server, r.gpu, "none"), 0.0)
+                else per_gpu.get((r.server, r.gpu, "none"), 0.0) * share
             )
             for r in svc.replicas
         )
         svc.cost_usd = round(cost, 2)
         spec = services[svc.name]
         if not spec.generic:
-            tokens = svc.required_rps * spec.output_tokens * 3600 * 8760 * p.horizon_years * p.finance.utilization
+            out = spec.output_tokens
+            if spec.mix is not None:
+                out = sum(b.share * b.output_tokens for b in spec.mix.sized)
+            tokens = svc.required_rps * out * 3600 * 8760 * years * p.finance.utilization
             svc.cost_usd_per_million_tokens = round(cost / tokens * 1e6, 4) if tokens else None
     return per_gpu
 

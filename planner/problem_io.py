@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner.catalog import Catalog, suggest
 from planner.errors import InputError
+from planner.mix import bucket_requests, read_requests_csv
 from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
 from planner.yaml_io import Path_, dotted_path, line_of, load_yaml, loads_yaml
 
@@ -49,10 +50,41 @@ def parse_problem(data: Any, lines: dict[Path_, int], name: str) -> LoadedProble
             line=1,
         )
     try:
-        problem = Problem.model_validate(data)
+        problem = Problem.model_validate(_with_mix_csv(data, lines, name))
     except ValidationError as exc:
         raise _to_input_error(exc, data, lines, name) from None
     return LoadedProblem(problem, name, lines, data)
+
+
+def _with_mix_csv(data: dict[str, Any], lines: dict[Path_, int], name: str) -> dict[str, Any]:
+    """Services whose mix is a CSV of observed requests get their buckets here (the file is
+    relative to the problem file); the raw mapping keeps the `csv` key for what-if runs."""
+    services = data.get("inference")
+    if not isinstance(services, list):
+        return data
+    expanded = []
+    for index, svc in enumerate(services):
+        mix = svc.get("mix") if isinstance(svc, dict) else None
+        if not isinstance(mix, dict) or "csv" not in mix:
+            expanded.append(svc)
+            continue
+        loc = ("inference", index, "mix", "csv")
+        where = {"file": name, "key": dotted(loc, data), "line": line_of(lines, loc)}
+        if "buckets" in mix:
+            raise InputError("give a mix as `buckets` or as `csv`, not both", **where)
+        if not isinstance(mix["csv"], str) or not mix["csv"]:
+            raise InputError("`csv` must be the path of a file of observed requests", **where)
+        path = Path(mix["csv"])
+        if not path.is_absolute() and not name.startswith("<"):
+            path = Path(name).parent / path
+        requests = read_requests_csv(path, name)
+        edges = {k: mix[k] for k in ("input_edges", "output_edges") if isinstance(mix.get(k), list)}
+        try:
+            buckets = bucket_requests(requests, **edges)
+        except TypeError:
+            raise InputError("bucket edges must be lists of increasing token counts", **where) from None
+        expanded.append({**svc, "mix": {**mix, "buckets": buckets}})
+    return {**data, "inference": expanded}
 
 
 def _kind_of(value: Any) -> str:

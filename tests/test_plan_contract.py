@@ -128,14 +128,21 @@ def test_spare_replicas_survive_the_loss_of_the_largest(plan):
     assert svc.capacity_rps - largest >= svc.required_rps - 1e-9
 
 
-def test_growth_plans_for_the_peak_year():
+def test_growth_plans_every_year():
     flat = solve_text(_small(rps=10))
     grown = solve_text(_small(rps=10, growth="growth_per_year: 1.0"))  # 10, 20, 40 rps over 3 years
-    assert grown.inference[0].required_rps == pytest.approx(40)
-    assert grown.inference[0].capacity_rps >= 40
+    assert [(r.year, r.required_rps) for r in grown.inference] == [(1, 10), (2, 20), (3, 40)]
+    assert all(r.capacity_rps >= r.required_rps for r in grown.inference)
     assert grown.tco_usd > flat.tco_usd
     by_year = solve_text(_small(rps=10, growth="requests_per_s_by_year: [10, 25, 15]"))
-    assert by_year.inference[0].required_rps == pytest.approx(25)
+    assert [r.required_rps for r in by_year.inference] == [10, 25, 15]
+
+
+def test_growth_bought_up_front_serves_the_peak_year():
+    upfront = solve_text(_small(rps=10, growth="growth_per_year: 1.0", extra="policy:\n  purchases: upfront"))
+    assert [(r.year, r.required_rps) for r in upfront.inference] == [(None, 40)]
+    assert upfront.inference[0].capacity_rps >= 40
+    assert {r.year for r in upfront.servers} == {0}
 
 
 def test_stock_caps_a_gpu():

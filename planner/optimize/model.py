@@ -22,16 +22,19 @@ from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.optimize import units as u
 from planner.options import InferenceOption, TrainingOption, WorkloadOptions
+from planner.pricing import server_price_usd
 from planner.schema.catalog import Fabric
-from planner.schema.problem import Problem
+from planner.schema.problem import InferenceService, Problem
 
 
 @dataclass
 class PoolVars:
     spec: PoolSpec
-    servers: cp_model.IntVar
+    servers: cp_model.IntVar  # the most installed in any year (what racks and the network must hold)
     racks: cp_model.IntVar
     fit_per_rack: int
+    bought: list[cp_model.IntVar] = field(default_factory=list)  # per purchase year
+    installed: list[cp_model.LinearExpr] = field(default_factory=list)  # per operating year (index 0 = year 1)
 
 
 @dataclass
@@ -51,8 +54,11 @@ class Built:
     pools: dict[PoolKey, PoolVars] = field(default_factory=dict)
     fabrics: dict[str, FabricVars] = field(default_factory=dict)
     train: dict[str, list[tuple[TrainingOption, cp_model.IntVar]]] = field(default_factory=dict)
-    serve: dict[str, list[tuple[InferenceOption, cp_model.IntVar]]] = field(default_factory=dict)
+    periods: int = 1  # operating years planned separately (1: one purchase up front serves every year)
+    serve: dict[str, list[tuple[InferenceOption, list[cp_model.IntVar]]]] = field(default_factory=dict)  # per period
     serve_rates: dict[str, tuple[int, int, list[int]]] = field(default_factory=dict)  # need, spare, per replica
+    # per mix service: (option index, bucket index, period) -> slices of the bucket routed to that kind
+    routes: dict[str, dict[tuple[int, int, int], cp_model.IntVar]] = field(default_factory=dict)
     starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
     durations: dict[str, cp_model.LinearExpr] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
@@ -68,7 +74,7 @@ def build(
     workloads: list[WorkloadOptions],
     relax: Collection[str] = (),
 ) -> Built:
-    b = Built(cp_model.CpModel())
+    b = Built(cp_model.CpModel(), periods=problem.horizon_years if problem.yearly else 1)
     rates = Rates.of(problem)
     _pools(b, problem, catalog, workloads, relax)
     _training(b, problem, workloads, relax)
@@ -77,8 +83,9 @@ def build(
     _network(b, problem, catalog)
     _site(b, problem, catalog, relax)
     _policy(b, problem, catalog)
-    b.tco = _objective(b, catalog, rates) + _rent(b, problem, rates)
-    _service_floors(b, problem, catalog, rates, relax)
+    b.tco = _objective(b, problem, catalog, rates) + _rent(b, problem, rates)
+    if b.periods == 1:  # the floors price a replica for the whole horizon
+        _service_floors(b, problem, catalog, rates, relax)
     b.model.minimize(b.tco)
     return b
 
@@ -104,17 +111,28 @@ def _pools(
     from planner.options import pool_limit
 
     owned = [o for w in workloads for o in [*w.training, *w.inference] if o.rent_usd_per_gpu_hour is None]
-    keys = sorted({o.pool for o in owned})
+    keys = sorted({o.pool for o in owned}) if problem.finance.buy else []
     site = problem.site
+    m = b.model
+    life = problem.finance.hardware_lifetime_years or b.periods
     for key in keys:
         spec = pool_spec(catalog, key)
         limit, _ = pool_limit(problem, catalog, key, ignore=relax)
         fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
-        n = b.model.new_int_var(0, limit, f"servers[{key.label()}]")
-        r = b.model.new_int_var(0, math.ceil(limit / fit), f"racks[{key.label()}]")
+        n = m.new_int_var(0, limit, f"servers[{key.label()}]")
+        r = m.new_int_var(0, math.ceil(limit / fit), f"racks[{key.label()}]")
         # Homogeneous racks: each rack holds `fit` servers of this pool (rack_units, rack_power).
-        b.model.add(r * fit >= n).with_name(f"racks_for[{key.label()}]")
-        b.pools[key] = PoolVars(spec, n, r, fit)
+        m.add(r * fit >= n).with_name(f"racks_for[{key.label()}]")
+        pv = PoolVars(spec, n, r, fit)
+        if b.periods == 1:
+            pv.bought, pv.installed = [n], [n]
+        else:
+            # Bought at the start of a year, in service for `life` years; the peak sizes racks and network.
+            pv.bought = [m.new_int_var(0, limit, f"bought[{key.label()}@{y}]") for y in range(b.periods)]
+            for y in range(b.periods):
+                pv.installed.append(sum(pv.bought[max(0, y - life + 1) : y + 1]))
+                m.add(n >= pv.installed[y])
+        b.pools[key] = pv
 
 
 def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
@@ -141,27 +159,98 @@ def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions], rela
 
 
 def _serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
-    m = b.model
     services = {s.name: s for s in problem.inference}
     for w in (w for w in workloads if w.kind == "inference"):
         svc = services[w.name]
-        need = u.rps_up(svc.peak_requests_per_s(problem.horizon_years))
-        reps = []
+        if svc.mix is not None:
+            _serving_mix(b, problem, svc, w, relax)
+            continue
+        m = b.model
+        needs = [u.rps_up(r * (1 + svc.min_spare_share)) for r in _demand(problem, svc, b.periods)]
+        reps, pers = [], []
         for i, o in enumerate(w.inference):
             per = u.rps_down(o.rps_per_replica)
             if per <= 0:
                 continue
-            ub = math.ceil(need / per) + svc.spare_replicas
-            reps.append((o, m.new_int_var(0, ub, f"replicas[{w.name}#{i}]"), per))
-        b.serve[w.name] = [(o, r) for o, r, _ in reps]
-        b.serve_rates[w.name] = (need, svc.spare_replicas, [per for _, _, per in reps])
-        capacity = sum(per * r for _, r, per in reps)
-        s = _slack(b, f"service:{w.name}:rate", relax, need)
-        m.add(capacity + s >= need).with_name(f"service:{w.name}:rate")
-        if reps and f"service:{w.name}:rate" not in relax:
-            _cover_cuts(m, reps, need, svc.spare_replicas, w.name)
+            ub = [math.ceil(need / per) + svc.spare_replicas for need in needs]
+            rs = [m.new_int_var(0, ub[y], f"replicas[{w.name}#{i}@{y}]") for y in range(b.periods)]
+            reps.append((o, rs))
+            pers.append(per)
+        b.serve[w.name] = reps
+        b.serve_rates[w.name] = (needs[-1], svc.spare_replicas, pers)
+        name = f"service:{w.name}:rate"
+        s = _slack(b, name, relax, max(needs))
+        for y, need in enumerate(needs):
+            year = [(o, rs[y], per) for (o, rs), per in zip(reps, pers, strict=True)]
+            capacity = sum(per * r for _, r, per in year)
+            m.add(capacity + s >= need).with_name(name if b.periods == 1 else f"{name}@{y + 1}")
+            if year and name not in relax:
+                _cover_cuts(m, year, need, svc.spare_replicas, f"{w.name}@{y}")
+            if svc.spare_replicas:
+                _spare(m, year, capacity + s, need, svc.spare_replicas, f"{w.name}@{y}")
+
+
+def _demand(problem: Problem, svc: InferenceService, periods: int) -> list[float]:
+    """Requests per second to serve in each planned period (one period: the peak year)."""
+    if periods == 1:
+        return [svc.peak_requests_per_s(problem.horizon_years)]
+    return [svc.requests_per_s_in_year(y + 1) for y in range(periods)]
+
+
+LOAD_PER_REPLICA = 1_000_000  # a replica's time in millionths: rounding up adds under 1e-4 replica per kind
+
+
+def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadOptions, relax: Collection[str]) -> None:
+    """Per-bucket routing (as Mélange): each bucket is cut into ``slices`` equal slices and
+    every slice goes to one replica kind that meets the bucket's targets. A kind's replicas
+    are busy for the sum of its slices' shares of time: rate / (kind's rate on that bucket).
+    """
+    assert svc.mix is not None
+    m = b.model
+    slices = svc.mix.slices
+    buckets = svc.mix.sized
+    demand = [r * (1 + svc.min_spare_share) for r in _demand(problem, svc, b.periods)]
+    reps: list[tuple[InferenceOption, list[cp_model.IntVar]]] = []
+    routes: dict[tuple[int, int, int], cp_model.IntVar] = {}
+    coef: dict[tuple[int, int, int], int] = {}
+    for i, o in enumerate(w.inference):
+        rs = []
+        for y, rate in enumerate(demand):
+            terms = []
+            for k, bucket in enumerate(buckets):
+                per = o.bucket_rps(k)
+                if per <= 0:
+                    continue
+                z = m.new_int_var(0, slices, f"route[{w.name}#{i}/{bucket.label}@{y}]")
+                routes[(i, k, y)] = z
+                coef[(i, k, y)] = slice_load(rate * bucket.share, slices, per)
+                terms.append((coef[(i, k, y)], z))
+            most = sum(c * slices for c, _ in terms)
+            r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + svc.spare_replicas, f"replicas[{w.name}#{i}@{y}]")
+            load = sum(c * z for c, z in terms)
+            m.add(load <= LOAD_PER_REPLICA * r).with_name(f"service:{w.name}:load#{i}@{y}")
+            rs.append(r)
+        reps.append((o, rs))
+    b.serve[w.name] = reps
+    b.routes[w.name] = routes
+    b.serve_rates[w.name] = (u.rps_up(demand[-1]), svc.spare_replicas, [])
+    for y in range(b.periods):
+        for k, bucket in enumerate(buckets):
+            served = [z for (i, kk, yy), z in routes.items() if kk == k and yy == y]
+            tag = "" if b.periods == 1 else f"@{y + 1}"
+            m.add(sum(served) == slices).with_name(f"service:{w.name}:rate:{bucket.label}{tag}")
         if svc.spare_replicas:
-            _spare(m, reps, capacity + s, need, svc.spare_replicas, w.name)
+            # k whole replicas beyond the routed load, of kinds already serving
+            total = sum(rs[y] for _, rs in reps)
+            busy = sum(coef[key] * z for key, z in routes.items() if key[2] == y)
+            m.add(LOAD_PER_REPLICA * total >= busy + LOAD_PER_REPLICA * svc.spare_replicas).with_name(
+                f"service:{w.name}:spare@{y}"
+            )
+
+
+def slice_load(bucket_rps: float, slices: int, replica_rps: float) -> int:
+    """A slice's load on one replica in millionths of its time, rounded up (never under-provision)."""
+    return math.ceil(round(bucket_rps / slices / replica_rps * LOAD_PER_REPLICA, 6))
 
 
 def _spare(m: cp_model.CpModel, reps: list, capacity: cp_model.LinearExpr, need: int, k: int, name: str) -> None:  # type: ignore[type-arg]
@@ -198,34 +287,52 @@ def _cover_cuts(m: cp_model.CpModel, reps: list, need: int, spare: int, name: st
 
 
 def _gpu_use(b: Built) -> None:
-    """GPUs per pool: services hold theirs for the whole horizon; training jobs hold
-    theirs only while they run, so jobs that do not overlap in time share a pool."""
-    serve: dict[PoolKey, list[cp_model.LinearExpr]] = {k: [] for k in b.pools}
+    """GPUs per pool: services hold theirs for the whole year; training jobs hold theirs
+    only while they run, so jobs that do not overlap in time share a pool."""
+    periods = range(b.periods)
+    serve: dict[PoolKey, list[list[cp_model.LinearExpr]]] = {k: [[] for _ in periods] for k in b.pools}
     jobs: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar, str]]] = {k: [] for k in b.pools}
     for name, xs in b.train.items():
         for o, x in xs:
             if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
                 jobs[o.pool].append((o, x, name))
     for rs in b.serve.values():
-        for o, r in rs:
+        for o, per_year in rs:
             if o.rent_usd_per_gpu_hour is None:
-                serve[o.pool].append(o.gpus_per_replica * r)
+                for y in periods:
+                    serve[o.pool][y].append(o.gpus_per_replica * per_year[y])
     m = b.model
     for key, p in b.pools.items():
         # Sizes are powers of two dividing the server's GPU count, so a total that
         # fits the GPUs always packs into whole servers.
-        gpus = p.spec.gpus_per_server * p.servers
+        gps = p.spec.gpus_per_server
         if not jobs[key]:
-            m.add(sum(serve[key]) <= gpus).with_name(f"gpus[{key.label()}]")
+            for y in periods:
+                m.add(sum(serve[key][y]) <= gps * p.installed[y]).with_name(f"gpus[{key.label()}@{y}]")
             continue
         # A cumulative's capacity must be one variable (cpsat-notes): the GPUs services leave free.
-        free = m.new_int_var(0, p.spec.gpus_per_server * upper(p.servers), f"free_gpus[{key.label()}]")
-        m.add(free == gpus - sum(serve[key])).with_name(f"gpus[{key.label()}]")
+        most = gps * upper(p.servers)
+        free = m.new_int_var(0, most, f"free_gpus[{key.label()}]")
         runs = [
             m.new_optional_fixed_size_interval_var(b.starts[name], u.days_up(o.days), x, f"run[{name}@{key.label()}]")
             for o, x, name in jobs[key]
         ]
-        m.add_cumulative(runs, [o.gpus for o, _, _ in jobs[key]], free)
+        demands: list[cp_model.LinearExprT] = [o.gpus for o, _, _ in jobs[key]]
+        if b.periods == 1:
+            m.add(free == gps * p.servers - sum(serve[key][0])).with_name(f"gpus[{key.label()}]")
+        else:
+            # Capacity changes by year: a fixed block per year takes away what that year lacks
+            # against the best year's free GPUs.
+            year = u.days_up(365)
+            for y in periods:
+                spare = gps * p.installed[y] - sum(serve[key][y])
+                m.add(spare >= 0).with_name(f"gpus[{key.label()}@{y}]")
+                m.add(free >= spare)
+                block = m.new_int_var(0, most, f"unavailable[{key.label()}@{y}]")
+                m.add(block == free - spare)
+                runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{key.label()}@{y}]"))
+                demands.append(block)
+        m.add_cumulative(runs, demands, free)
 
 
 def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
@@ -266,10 +373,11 @@ def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) 
     power = 0
     racks = 0
     for p in b.pools.values():
-        capex += u.usd(p.spec.server_price_usd) * p.servers
-        capex += u.usd(p.spec.nic_price_usd) * p.spec.nics_per_server * p.servers
-        power += u.watts_up(p.spec.power_w) * p.servers
+        for y, bought in enumerate(p.bought):
+            capex += u.usd(server_price_usd(p.spec, catalog, problem, y)) * bought
+            capex += u.usd(p.spec.nic_price_usd) * p.spec.nics_per_server * bought
         racks += p.racks
+    by_year = [sum(u.watts_up(p.spec.power_w) * p.installed[y] for p in b.pools.values()) for y in range(b.periods)]
     for f in b.fabrics.values():
         fab = f.fabric
         assert fab.switch_price and fab.cable_price
@@ -278,7 +386,8 @@ def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) 
         power += u.watts_up(fab.switch_power_w) * (f.leaves + f.spines)
         racks += f.racks
     capex += rack_price * racks
-    b.capex, b.it_power_w, b.total_racks = capex, power, racks
+    peak = sum(u.watts_up(p.spec.power_w) * p.servers for p in b.pools.values())
+    b.capex, b.it_power_w, b.total_racks = capex, power + peak, racks
     fin, site = problem.finance, problem.site
     if fin.budget_usd is not None:
         limit = math.floor(fin.budget_usd * u.MONEY_PER_USD)
@@ -289,7 +398,8 @@ def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) 
         pue = round(fin.pue * u.PUE_SCALE)
         limit = math.floor(site.power_kw * 1000 * u.PUE_SCALE)
         s = _slack(b, "site_power", relax, limit * 1000)
-        m.add(power * pue <= limit + s).with_name("site_power")
+        for servers_w in by_year:
+            m.add((power + servers_w) * pue <= limit + s).with_name("site_power")
     if site.racks is not None:
         s = _slack(b, "racks", relax, 1_000_000)
         m.add(racks <= site.racks + s).with_name("racks")
@@ -302,8 +412,9 @@ def _policy(b: Built, problem: Problem, catalog: Catalog) -> None:
         by_gpu.setdefault(key.gpu, []).append(p)
     stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
     for gpu, units in sorted(stock.items()):
-        if gpu in by_gpu:
-            m.add(sum(p.spec.gpus_per_server * p.servers for p in by_gpu[gpu]) <= units).with_name(f"stock:{gpu}")
+        for y in range(b.periods) if gpu in by_gpu else []:  # units bought per year
+            bought = sum(p.spec.gpus_per_server * p.bought[y] for p in by_gpu[gpu])
+            m.add(bought <= units).with_name(f"stock:{gpu}")
     k = problem.policy.max_gpu_types
     if k is not None:
         used = []
@@ -331,10 +442,11 @@ def _service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, 
         server = rates.unit_tco_usd(p.spec.server_price_usd, p.spec.server_power_w, "server")
         rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
         site_per_gpu[key] = math.floor((server + rack / p.fit_per_rack) / p.spec.gpus_per_server)
-    for name, reps in b.serve.items():
-        if not reps or f"service:{name}:rate" in relax:
-            continue
+    for name, per_year in b.serve.items():
         need, spare, pers = b.serve_rates[name]
+        if not per_year or not pers or f"service:{name}:rate" in relax:
+            continue  # no floor for mixes: their capacity depends on the routing
+        reps = [(o, rs[0]) for o, rs in per_year]
         costs = [
             math.floor(rent_pv_usd(o, problem, rates))
             if o.rent_usd_per_gpu_hour is not None
@@ -378,21 +490,31 @@ def _rent(b: Built, problem: Problem, rates: Rates) -> cp_model.LinearExpr:
     for xs in b.train.values():
         cost += sum(u.usd(rent_pv_usd(o, problem, rates)) * x for o, x in xs if o.rent_usd_per_gpu_hour is not None)
     for rs in b.serve.values():
-        cost += sum(u.usd(rent_pv_usd(o, problem, rates)) * r for o, r in rs if o.rent_usd_per_gpu_hour is not None)
+        for o, per_year in rs:
+            if o.rent_usd_per_gpu_hour is None:
+                continue
+            if b.periods == 1:
+                cost += u.usd(rent_pv_usd(o, problem, rates)) * per_year[0]
+                continue
+            yearly = rates.replica_rent_usd_per_year(o.gpus_per_replica, o.rent_usd_per_gpu_hour)
+            cost += sum(u.usd(yearly * rates.discount_factor(y + 1)) * r for y, r in enumerate(per_year))
     return cost
 
 
-def _objective(b: Built, catalog: Catalog, rates: Rates) -> cp_model.LinearExpr:
+def _objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> cp_model.LinearExpr:
     """TCO in whole dollars: each unit's price plus its discounted running costs."""
+    life = problem.finance.hardware_lifetime_years if b.periods > 1 else None
 
-    def unit(price: float, power_w: float, category: str) -> int:
-        return u.usd(rates.unit_tco_usd(round(price), power_w, category))
+    def unit(price: float, power_w: float, category: str, year: int = 0, years: int | None = None) -> int:
+        return u.usd(rates.unit_tco_usd(round(price), power_w, category, year, years))
 
     tco = 0
     for p in b.pools.values():
         s = p.spec
-        tco += unit(s.server_price_usd, s.server_power_w, "server") * p.servers
-        tco += unit(s.nic_price_usd, s.nic_power_w, "network") * s.nics_per_server * p.servers
+        for y, bought in enumerate(p.bought):
+            price = server_price_usd(s, catalog, problem, y)
+            tco += unit(price, s.server_power_w, "server", y, life) * bought
+            tco += unit(s.nic_price_usd, s.nic_power_w, "network", y, life) * s.nics_per_server * bought
         tco += unit(catalog.rack.price.usd, 0, "rack") * p.racks
     for f in b.fabrics.values():
         fab = f.fabric

@@ -10,7 +10,8 @@ from planner.finance import LineItem
 from planner.optimize import units as u
 from planner.optimize.model import Built
 from planner.optimize.solve import Solved
-from planner.schema.plan import InferenceRow, ReplicaRow, ServerRow, TrainingRow
+from planner.pricing import decline_per_year, server_price_usd
+from planner.schema.plan import BucketRoute, InferenceRow, ReplicaRow, RouteShare, ServerRow, TrainingRow
 from planner.schema.problem import Problem
 
 
@@ -31,6 +32,7 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
     servers, items = [], []
     racks = rack_units = 0
     max_rack_w, max_rack_u = 0.0, 0
+    life = problem.finance.hardware_lifetime_years if b.periods > 1 else None
     for key, p in b.pools.items():
         n = s.value(p.servers)
         if n == 0:
@@ -42,18 +44,6 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
         in_one = min(n, p.fit_per_rack)
         max_rack_w = max(max_rack_w, in_one * spec.power_w)
         max_rack_u = max(max_rack_u, in_one * spec.rack_units)
-        servers.append(
-            ServerRow(
-                server=key.server,
-                gpu=key.gpu,
-                gpus_per_server=spec.gpus_per_server,
-                fabric=key.fabric,
-                count=n,
-                unit_price_usd=spec.server_price_usd,
-                unit_power_w=spec.server_power_w,
-                racks=pool_racks,
-            )
-        )
         gpu = catalog.gpus[key.gpu]
         price_note = (
             "GPU price: your quote (catalog.prices_usd)"
@@ -61,17 +51,59 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
             else f"estimate: GPU ${catalog.gpu_price_usd(key.gpu):,.0f} "
             f"({gpu.price.source.title}, {gpu.price.source.date})"
         )
-        items.append(
-            LineItem(
-                "server",
-                f"{spec.chassis.name} with {spec.gpus_per_server}x {gpu.name}",
-                f"{key.server}+{key.gpu}",
-                n,
-                spec.server_price_usd,
-                spec.server_power_w,
-                f"{price_note}; chassis ${spec.chassis.base_price.usd:,.0f} estimate",
+        bought = [s.value(v) for v in p.bought]
+        first = next(y for y, k in enumerate(bought) if k)
+        for y, count in enumerate(bought):
+            if count == 0:
+                continue
+            price = server_price_usd(spec, catalog, problem, y)
+            servers.append(
+                ServerRow(
+                    server=key.server,
+                    gpu=key.gpu,
+                    gpus_per_server=spec.gpus_per_server,
+                    fabric=key.fabric,
+                    count=count,
+                    unit_price_usd=price,
+                    unit_power_w=spec.server_power_w,
+                    racks=pool_racks if y == first else 0,  # racks hold the pool's peak; bought with its first servers
+                    year=y,
+                )
             )
-        )
+            when = (
+                f"; bought in year {y} at {decline_per_year(problem, catalog, key.gpu):.0%}/year GPU price decline"
+                if y
+                else ""
+            )
+            items.append(
+                LineItem(
+                    "server",
+                    f"{spec.chassis.name} with {spec.gpus_per_server}x {gpu.name}",
+                    f"{key.server}+{key.gpu}",
+                    count,
+                    price,
+                    spec.server_power_w,
+                    f"{price_note}; chassis ${spec.chassis.base_price.usd:,.0f} estimate{when}",
+                    year=y,
+                    life_years=life,
+                )
+            )
+            if spec.nics_per_server:
+                fab = catalog.fabrics[key.fabric]
+                assert fab.nic_price
+                items.append(
+                    LineItem(
+                        "network",
+                        f"{fab.name} NIC port",
+                        f"{key.fabric}:nic",
+                        count * spec.nics_per_server,
+                        spec.nic_price_usd,
+                        spec.nic_power_w,
+                        f"estimate ({fab.nic_price.source.title})" + (f"; bought in year {y}" if y else ""),
+                        year=y,
+                        life_years=life,
+                    )
+                )
     network = []
     for fid, f in b.fabrics.items():
         ports = s.value(f.ports)
@@ -100,15 +132,6 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
             }
         )
         items += [
-            LineItem(
-                "network",
-                f"{fab.name} NIC port",
-                f"{fid}:nic",
-                ports,
-                float(round(fab.nic_price.usd)),
-                fab.nic_power_w,
-                f"estimate ({fab.nic_price.source.title})",
-            ),
             LineItem(
                 "network",
                 f"{fab.name} switch ({fab.switch_radix} ports)",
@@ -184,43 +207,104 @@ def _training(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:
 def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
     rows = []
     for svc in problem.inference:
-        reps = []
-        capacity = 0.0
-        for o, r in b.serve[svc.name]:
-            n = s.value(r)
-            if n == 0:
-                continue
-            rps = u.rps_down(o.rps_per_replica) / u.RATE_PER_RPS
-            capacity += n * rps
-            e = o.estimate
-            reps.append(
-                ReplicaRow(
-                    gpu=o.gpu,
-                    server=o.pool.server,
-                    gpus_per_replica=o.gpus_per_replica,
-                    precision=o.precision,
-                    count=n,
-                    rps_per_replica=rps,
-                    ttft_ms=round(e.ttft_ms, 1),
-                    tpot_ms=round(e.tpot_ms, 2),
-                    batch=e.batch,
-                    source="measured" if o.measured else "model",
-                    rented=o.rent_usd_per_gpu_hour is not None,
-                    rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
-                )
-            )
         if svc.model is None:
             model = "generic"
         else:
             model = svc.model if isinstance(svc.model, str) else f"dense-{svc.model.params_b:g}b"
-        rows.append(
-            InferenceRow(
-                name=svc.name,
-                model=model,
-                required_rps=svc.peak_requests_per_s(problem.horizon_years),
-                capacity_rps=round(capacity, 3),
-                spare_replicas=svc.spare_replicas,
-                replicas=reps,
+        for y in range(b.periods):
+            year = None if b.periods == 1 else y + 1
+            required = (
+                svc.peak_requests_per_s(problem.horizon_years) if year is None else svc.requests_per_s_in_year(year)
+            )
+            kinds = [(i, o, s.value(rs[y])) for i, (o, rs) in enumerate(b.serve[svc.name])]
+            kinds = [(i, o, n) for i, o, n in kinds if n]
+            routing = _routing(b, s, svc, kinds, y, required) if svc.mix is not None else []
+            reps = []
+            capacity = 0.0
+            for index, (_, o, n) in enumerate(kinds):
+                rps = (
+                    _replica_rps(o, routing, index)
+                    if svc.mix is not None
+                    else u.rps_down(o.rps_per_replica) / u.RATE_PER_RPS
+                )
+                capacity += n * rps
+                e = o.estimate
+                reps.append(
+                    ReplicaRow(
+                        gpu=o.gpu,
+                        server=o.pool.server,
+                        gpus_per_replica=o.gpus_per_replica,
+                        precision=o.precision,
+                        count=n,
+                        rps_per_replica=rps,
+                        ttft_ms=round(e.ttft_ms, 1),
+                        tpot_ms=round(e.tpot_ms, 2),
+                        batch=e.batch,
+                        source="measured" if o.measured else "model",
+                        rented=o.rent_usd_per_gpu_hour is not None,
+                        rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
+                    )
+                )
+            rows.append(
+                InferenceRow(
+                    name=svc.name,
+                    model=model,
+                    required_rps=required,
+                    capacity_rps=round(capacity, 3),
+                    spare_replicas=svc.spare_replicas,
+                    replicas=reps,
+                    year=year,
+                    routing=routing,
+                )
+            )
+    return rows
+
+
+def _routing(b: Built, s: Solved, svc, kinds, y: int, required: float) -> list[BucketRoute]:  # type: ignore[no-untyped-def]
+    """Bucket -> replica kind -> share of the bucket, as the solver routed it."""
+    assert svc.mix is not None
+    slices = svc.mix.slices
+    routes = b.routes[svc.name]
+    out = []
+    for k, bucket in enumerate(svc.mix.sized):
+        rps = required * (1 + svc.min_spare_share) * bucket.share
+        shares = []
+        for index, (i, o, _) in enumerate(kinds):
+            z = routes.get((i, k, y))
+            got = s.value(z) if z is not None else 0
+            if got:
+                e = o.buckets[k]
+                shares.append(
+                    RouteShare(
+                        replica=index,
+                        gpu=o.gpu,
+                        precision=o.precision,
+                        gpus_per_replica=o.gpus_per_replica,
+                        share=got / slices,
+                        rps=rps * got / slices,
+                        ttft_ms=round(e.ttft_p99_ms, 1),
+                        tpot_ms=round(e.tpot_p99_ms, 2),
+                    )
+                )
+        out.append(
+            BucketRoute(
+                bucket=bucket.label,
+                input_tokens=bucket.input_tokens,
+                output_tokens=bucket.output_tokens,
+                share=bucket.share,
+                rps=rps,
+                routes=shares,
             )
         )
-    return rows
+    return out
+
+
+def _replica_rps(o, routing: list[BucketRoute], index: int) -> float:  # type: ignore[no-untyped-def]
+    """A mix replica's capacity for the traffic routed to it: its requests per unit of its time."""
+    rps = busy = 0.0
+    for k, bucket in enumerate(routing):
+        for r in bucket.routes:
+            if r.replica == index:
+                rps += r.rps
+                busy += r.rps / o.bucket_rps(k)
+    return round(rps / busy, 3) if busy else 0.0

@@ -22,6 +22,7 @@ class ServerRow(Out):
     unit_price_usd: float
     unit_power_w: float
     racks: int
+    year: int = 0  # cash-flow year bought: 0 up front, y at the start of operating year y + 1
 
 
 class TrainingRow(Out):
@@ -58,6 +59,26 @@ class ReplicaRow(Out):
     rent_usd_per_gpu_hour: float | None = None
 
 
+class RouteShare(Out):
+    replica: int  # index into the row's `replicas`
+    gpu: str
+    precision: str
+    gpus_per_replica: int
+    share: float  # of the bucket's requests
+    rps: float
+    ttft_ms: float  # p99 on this kind, for this bucket
+    tpot_ms: float
+
+
+class BucketRoute(Out):
+    bucket: str
+    input_tokens: int
+    output_tokens: int
+    share: float  # of the service's requests
+    rps: float
+    routes: list[RouteShare]
+
+
 class InferenceRow(Out):
     name: str
     model: str
@@ -65,6 +86,8 @@ class InferenceRow(Out):
     capacity_rps: float
     spare_replicas: int
     replicas: list[ReplicaRow]
+    year: int | None = None  # operating year served (1 = first); None: every year (bought up front)
+    routing: list[BucketRoute] = Field(default_factory=list)  # a request-size mix: bucket -> replica kinds
     cost_usd: float = 0.0  # its GPUs' share of their pools' TCO over the horizon
     cost_usd_per_million_tokens: float | None = None  # per million output tokens at the average load
 
@@ -90,6 +113,7 @@ class PurchaseRow(Out):
     extended_price_usd: float
     unit_power_w: float
     notes: str = ""
+    year: int = 0  # cash-flow year bought (0: up front)
 
 
 class CashFlowRow(Out):
@@ -153,6 +177,7 @@ class Plan(Out):
     gap: float | None
     solve_seconds: float = 0.0
     tco_usd: float = 0.0
+    rent_usd_per_hour: float = 0.0  # cloud GPUs rented for services in year 1, per hour
     capex_usd: float = 0.0
     opex_usd_per_year: float = 0.0
     tco_breakdown_usd: dict[str, float] = Field(default_factory=dict)

@@ -46,6 +46,20 @@ class Finance(Strict):
         description="also consider renting cloud GPUs: services rent for the whole horizon (at the reserved price "
         "when 'reserved'), training jobs for their duration (on demand); 'none': buy only",
     )
+    buy: bool = Field(default=True, description="false: rent only, buy no hardware (needs `rent`)")
+    hardware_lifetime_years: int | None = Field(
+        default=None,
+        ge=1,
+        le=30,
+        description="years a server stays in service; shorter than the horizon means replacements are bought "
+        "(plans by year). none: hardware lasts the horizon",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Finance:
+        if not self.buy and self.rent == "none":
+            raise ValueError("buy: false (rent only) needs rent: on_demand or reserved")
+        return self
 
 
 class Site(Strict):
@@ -67,7 +81,9 @@ class CatalogOptions(Strict):
         default_factory=dict, description="cloud rental price overrides (a quote you have), USD per GPU-hour"
     )
     price_decline_per_year: dict[str, float] = Field(
-        default_factory=dict, description="reserved for multi-period planning"
+        default_factory=dict,
+        description="yearly fall of GPU prices when buying in later years, per GPU id or `default` "
+        "(0.15: a GPU bought a year later costs 15% less). Used by plans by year; none given: prices stay",
     )
 
     @model_validator(mode="after")
@@ -81,6 +97,9 @@ class CatalogOptions(Strict):
         for gpu, units in self.stock.items():
             if not (0 <= units <= MAX_COUNT):
                 raise ValueError(f"stock.{gpu} must be between 0 and {MAX_COUNT}, got {units}")
+        for gpu, rate in self.price_decline_per_year.items():
+            if not (0 <= rate < 1):
+                raise ValueError(f"price_decline_per_year.{gpu} must be a share in [0, 1), got {rate}")
         return self
 
 
@@ -88,6 +107,12 @@ class Policy(Strict):
     max_gpu_types: int | None = Field(default=None, ge=1, le=100, description="at most this many GPU types")
     vendors: list[Literal["nvidia", "amd", "intel", "huawei"]] | None = Field(
         default=None, description="only GPUs from these vendors"
+    )
+    purchases: Literal["auto", "upfront", "yearly"] = Field(
+        default="auto",
+        description="when hardware is bought: 'upfront' all at year 0; 'yearly' at the start of any year "
+        "(a purchase schedule); 'auto' yearly when demand grows, jobs start after year 1, prices decline "
+        "or hardware retires within the horizon",
     )
 
 
@@ -135,6 +160,70 @@ class MeasuredThroughput(Strict):
     requests_per_s: float = Field(gt=0, le=1e7, description="per replica, at the service's targets")
     ttft_ms: float | None = Field(default=None, gt=0, le=1e7, description="measured; checked against the target")
     tpot_ms: float | None = Field(default=None, gt=0, le=1e7, description="measured; checked against the target")
+    bucket: str | None = Field(
+        default=None, description="for a service with a `mix`: the request-size bucket (by name) measured"
+    )
+
+
+class MixBucket(Strict):
+    """One request size of a traffic mix and its share of the requests."""
+
+    name: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=80, description="default in<I>-out<O>")
+    input_tokens: int = Field(ge=1, le=10_000_000, description="prompt length of this bucket's requests")
+    output_tokens: int = Field(ge=1, le=10_000_000, description="generated length of this bucket's requests")
+    share: float = Field(gt=0, le=1, description="share of the service's requests")
+
+    @property
+    def label(self) -> str:
+        return self.name or f"in{self.input_tokens}-out{self.output_tokens}"
+
+
+class RequestMix(Strict):
+    """Traffic as a histogram of request sizes: `buckets`, or a `csv` of observed requests."""
+
+    buckets: list[MixBucket] | None = Field(default=None, min_length=1, max_length=10_000)
+    csv: str | None = Field(
+        default=None,
+        description="observed requests, one per row with columns input_tokens,output_tokens "
+        "(path relative to the problem file); bucketed by the edges",
+    )
+    input_edges: list[int] | None = Field(
+        default=None, min_length=1, max_length=100, description="bucket upper edges for prompt lengths (csv only)"
+    )
+    output_edges: list[int] | None = Field(
+        default=None, min_length=1, max_length=100, description="bucket upper edges for output lengths (csv only)"
+    )
+    slices: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="routing granularity: each bucket is split into this many equal slices, each served by one "
+        "replica kind (Mélange's slice factor)",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> RequestMix:
+        if (self.buckets is None) == (self.csv is None) and self.buckets is None:
+            raise ValueError("a mix needs `buckets` or `csv`")
+        if self.buckets:
+            total = sum(b.share for b in self.buckets)
+            if abs(total - 1) > 1e-3:
+                raise ValueError(f"mix bucket shares must sum to 1, they sum to {total:.6g}")
+            labels = [b.label.lower() for b in self.buckets]
+            dup = sorted({x for x in labels if labels.count(x) > 1})
+            if dup:
+                raise ValueError(f"mix bucket {dup[0]!r} appears twice (give buckets distinct names or sizes)")
+        for key, edges in (("input_edges", self.input_edges), ("output_edges", self.output_edges)):
+            if edges and (any(e < 1 for e in edges) or sorted(set(edges)) != edges):
+                raise ValueError(f"{key} must be increasing positive token counts, got {edges}")
+        return self
+
+    @property
+    def sized(self) -> list[MixBucket]:
+        """Buckets with shares normalised to sum exactly to 1."""
+        buckets = self.buckets or []
+        total = sum(b.share for b in buckets)
+        return [b.model_copy(update={"share": b.share / total}) for b in buckets]
 
 
 class InferenceService(Strict):
@@ -158,18 +247,25 @@ class InferenceService(Strict):
     ttft_ms: float = Field(default=2000.0, gt=0, le=1e7, description="time to first token target")
     tpot_ms: float = Field(default=100.0, gt=0, le=1e7, description="time per output token target")
     spare_replicas: int = Field(default=0, ge=0, le=1000, description="N+k redundancy")
+    min_spare_share: float = Field(
+        default=0.0, ge=0, le=10, description="spare capacity: serve at least (1 + this) x demand (0.2: 20% headroom)"
+    )
+    mix: RequestMix | None = Field(
+        default=None,
+        description="request sizes as a histogram (or a csv of observed requests); the planner routes each "
+        "bucket to the replica kinds that serve it cheapest. input_tokens/output_tokens are then ignored",
+    )
     growth_per_year: float | None = Field(
         default=None,
         gt=-1,
         le=100,
-        description="demand growth per year; until multi-period planning, "
-        "the plan serves the last year's (peak) demand",
+        description="demand growth per year (0.5: +50% a year); hardware is then bought by year",
     )
     requests_per_s_by_year: list[float] | None = Field(
         default=None,
         min_length=1,
         max_length=100,
-        description="demand per year (year 1 first); the plan serves the peak",
+        description="demand per year (year 1 first; later years repeat the last); hardware is then bought by year",
     )
 
     @model_validator(mode="before")
@@ -195,15 +291,30 @@ class InferenceService(Strict):
         for rate in self.requests_per_s_by_year or []:
             if not (0 < rate <= 1e7):
                 raise ValueError(f"requests_per_s_by_year values must be in (0, 1e7], got {rate}")
+        if self.mix is not None and self.mix.buckets:
+            names = {b.label.lower() for b in self.mix.buckets}
+            for m in self.measured:
+                if m.bucket is None:
+                    raise ValueError(f"measured {m.gpu}: a service with a `mix` needs `bucket` on each measurement")
+                if m.bucket.lower() not in names:
+                    raise ValueError(f"measured {m.gpu}: bucket {m.bucket!r} is not in the mix")
+        elif any(m.bucket is not None for m in self.measured):
+            raise ValueError("measured `bucket` needs a `mix` on the service")
         return self
 
-    def peak_requests_per_s(self, horizon_years: int) -> float:
-        """The demand the hardware bought at year 0 must serve: the highest year's."""
+    @property
+    def grows(self) -> bool:
+        return bool(self.growth_per_year) or len(set(self.requests_per_s_by_year or [])) > 1
+
+    def requests_per_s_in_year(self, year: int) -> float:
+        """Demand in operating year ``year`` (1 = the first year)."""
         if self.requests_per_s_by_year:
-            return max(self.requests_per_s_by_year[:horizon_years])
-        if self.growth_per_year:
-            return max(self.requests_per_s, self.requests_per_s * (1 + self.growth_per_year) ** (horizon_years - 1))
-        return self.requests_per_s
+            return self.requests_per_s_by_year[min(year, len(self.requests_per_s_by_year)) - 1]
+        return self.requests_per_s * (1 + (self.growth_per_year or 0.0)) ** (year - 1)
+
+    def peak_requests_per_s(self, horizon_years: int) -> float:
+        """The demand hardware bought at year 0 for the whole horizon must serve: the highest year's."""
+        return max(self.requests_per_s_in_year(y) for y in range(1, horizon_years + 1))
 
 
 class Problem(Strict):
@@ -236,7 +347,28 @@ class Problem(Strict):
                 if dep.lower() == job.name.lower():
                     raise ValueError(f"training job {job.name!r} cannot run after itself")
         _check_acyclic(self.training)
+        life = self.finance.hardware_lifetime_years
+        if self.policy.purchases == "upfront" and life is not None and life < self.horizon_years:
+            raise ValueError(
+                f"hardware lasting {life} years cannot serve a {self.horizon_years}-year horizon when bought "
+                "upfront: set policy.purchases to yearly (or auto)"
+            )
         return self
+
+    @property
+    def yearly(self) -> bool:
+        """Plan purchases year by year (a purchase schedule) rather than all at year 0."""
+        if self.policy.purchases != "auto":
+            return self.policy.purchases == "yearly"
+        if self.horizon_years == 1:
+            return False
+        life = self.finance.hardware_lifetime_years
+        return (
+            any(s.grows for s in self.inference)
+            or any(j.release_day >= 365 for j in self.training)
+            or any(v > 0 for v in self.catalog.price_decline_per_year.values())
+            or (life is not None and life < self.horizon_years)
+        )
 
 
 def _check_acyclic(jobs: list[TrainingJob]) -> None:
