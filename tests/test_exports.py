@@ -83,7 +83,7 @@ def test_solve_writes_every_export(tmp_path):
     assert run.exit_code == 0, run.output
     assert load_workbook(tmp_path / "p.xlsx")["Summary"]["A1"].value == "key"
     assert (tmp_path / "p.html").read_text().startswith("<!doctype html>")
-    assert sorted(p.name for p in charts.iterdir()) == ["cash_flow.png", "tco_breakdown.png"]
+    assert sorted(p.name for p in charts.iterdir()) == ["cash_flow.png", "gantt.png", "tco_breakdown.png"]
 
 
 def test_whatif_writes_grid_sheet_and_chart(tmp_path):

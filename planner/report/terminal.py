@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from planner.report.gantt import gantt_lines
 from planner.schema.plan import Plan
 
 
@@ -24,6 +26,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     )
     _buy(plan, console)
     _runs(plan, console)
+    _schedule(plan, console)
     _money(plan, console)
     _rent_vs_buy(plan, console)
     _limits(plan, console)
@@ -94,6 +97,16 @@ def _runs(plan: Plan, console: Console) -> None:
                     f"{s.capacity_rps:.1f} / {s.required_rps:g} rps (+{s.spare_replicas} spare)" if i == 0 else "",
                 )
         console.print(t)
+
+
+def _schedule(plan: Plan, console: Console) -> None:
+    """The training jobs as a Gantt chart in plain characters, grouped by the pool they share."""
+    lines = gantt_lines(plan)
+    if not lines:
+        return
+    console.print(Text(lines[0], style="bold"), soft_wrap=True)
+    for line in lines[1:]:
+        console.print(Text(line), soft_wrap=True)  # Text: a job name is never read as markup
 
 
 def _money(plan: Plan, console: Console) -> None:
