@@ -36,33 +36,56 @@ def _close(a: float, b: float, tol: float = TOL_USD) -> bool:
     return abs(a - b) <= max(tol, REL * max(abs(a), abs(b)))
 
 
+def _in_service(bought_year: int, op_year: int, life: int | None) -> bool:
+    """A server bought in cash-flow year y runs operating years y+1 .. y+life."""
+    return bought_year < op_year <= bought_year + (life or 10**6)
+
+
+def _life(problem: Problem, plan: Plan) -> int | None:
+    by_year = any(r.year is not None for r in plan.inference) or any(r.year for r in plan.servers)
+    return problem.finance.hardware_lifetime_years if by_year else None
+
+
 def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
+    from planner.pricing import decline_per_year
+
     site, fin = problem.site, problem.finance
-    it_w = 0.0
+    life = _life(problem, plan)
+    years = range(1, problem.horizon_years + 1)
     racks = 0
     ports: dict[str, int] = defaultdict(int)
+    server_w = dict.fromkeys(years, 0.0)
+    pools: dict[tuple[str, str, str], list] = defaultdict(list)
     for row in plan.servers:
-        chassis = catalog.servers[row.server]
-        gpu = catalog.gpus[row.gpu]
-        if row.gpu not in chassis.gpus:
-            errs.append(f"server {row.server} cannot hold {row.gpu}")
-        price = round(chassis.base_price.usd + chassis.gpus_per_server * catalog.gpu_price_usd(row.gpu))
-        if not _close(price, row.unit_price_usd):
-            errs.append(f"{row.server}+{row.gpu}: unit price {row.unit_price_usd} != catalog {price}")
-        fabric = catalog.fabrics[row.fabric]
+        pools[(row.server, row.gpu, row.fabric)].append(row)
+    for (server, gpu_id, fid), rows in pools.items():
+        chassis = catalog.servers[server]
+        gpu = catalog.gpus[gpu_id]
+        if gpu_id not in chassis.gpus:
+            errs.append(f"server {server} cannot hold {gpu_id}")
+        for row in rows:
+            factor = (1 - decline_per_year(problem, catalog, gpu_id)) ** row.year
+            price = round(chassis.base_price.usd + chassis.gpus_per_server * catalog.gpu_price_usd(gpu_id) * factor)
+            if not _close(price, row.unit_price_usd):
+                errs.append(f"{server}+{gpu_id} (year {row.year}): unit price {row.unit_price_usd} != catalog {price}")
+        fabric = catalog.fabrics[fid]
         nics = chassis.scaleout_nics if fabric.kind != "none" else 0
-        ports[row.fabric] += nics * row.count
         power = chassis.base_power_w + chassis.gpus_per_server * gpu.tdp_w + nics * fabric.nic_power_w
-        it_w += power * row.count
+        installed = {k: sum(r.count for r in rows if _in_service(r.year, k, life)) for k in years}
+        peak = max(installed.values())
+        ports[fid] += nics * peak
+        for k in years:
+            server_w[k] += power * installed[k]
         fit = min(site.rack_units // chassis.rack_units, int(site.rack_power_kw * 1000 // power))
-        if fit < 1 or row.racks < math.ceil(row.count / fit):
+        pool_racks = sum(r.racks for r in rows)
+        if fit < 1 or pool_racks < math.ceil(peak / fit):
             errs.append(
-                f"{row.server}+{row.gpu}: {row.count} servers need "
-                f"{math.ceil(row.count / max(fit, 1))} racks, plan has {row.racks}"
+                f"{server}+{gpu_id}: {peak} servers need {math.ceil(peak / max(fit, 1))} racks, plan has {pool_racks}"
             )
-        racks += row.racks
-        if row.gpu.lower() in {x.lower() for x in problem.catalog.exclude}:
-            errs.append(f"{row.gpu} is excluded by the problem but bought")
+        racks += pool_racks
+        if gpu_id.lower() in {x.lower() for x in problem.catalog.exclude}:
+            errs.append(f"{gpu_id} is excluded by the problem but bought")
+    it_w = 0.0
     for net in plan.network:
         fabric = catalog.fabrics[net["fabric"]]
         if net["ports"] != ports[net["fabric"]]:
@@ -75,6 +98,7 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
             errs.append(f"fabric {fabric.id}: {p} ports need {leaves_needed} leaves and {spines_needed} spines")
         it_w += (net["leaves"] + net["spines"]) * fabric.switch_power_w
         racks += net["racks"]
+    it_w += max(server_w.values(), default=0.0)
     missing = {f for f, n in ports.items() if n} - {n["fabric"] for n in plan.network}
     if missing:
         errs.append(f"servers on fabrics {sorted(missing)} but no network bought")
@@ -94,19 +118,22 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
         errs.append(f"purchase list sums to {total}, capex is {plan.capex_usd}")
     if fin.budget_usd is not None and plan.capex_usd > fin.budget_usd + TOL_USD:
         errs.append(f"budget: capex {plan.capex_usd:,.0f} > {fin.budget_usd:,.0f}")
-    for gpu, units in problem.catalog.stock.items():
-        bought = sum(r.count * r.gpus_per_server for r in plan.servers if r.gpu.lower() == gpu.lower())
-        if bought > units:
-            errs.append(f"stock:{gpu}: {bought} bought > {units} available")
+    for gpu, units in problem.catalog.stock.items():  # per purchase year
+        for year in {r.year for r in plan.servers}:
+            bought = sum(
+                r.count * r.gpus_per_server for r in plan.servers if r.gpu.lower() == gpu.lower() and r.year == year
+            )
+            if bought > units:
+                errs.append(f"stock:{gpu}: {bought} bought in year {year} > {units} available")
     k = problem.policy.max_gpu_types
     if k is not None and len({r.gpu for r in plan.servers}) > k:
         errs.append(f"policy: {len({r.gpu for r in plan.servers})} GPU types > {k}")
 
 
 def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
-    """At every moment, the services' GPUs plus the running jobs' fit the servers bought."""
-    have = {(r.server, r.gpu, r.fabric): r.count * r.gpus_per_server for r in plan.servers}
-    held: dict[tuple[str, str, str], int] = defaultdict(int)
+    """In every year, at every moment, the services' GPUs plus the running jobs' fit the
+    servers in service that year."""
+    life = _life(problem, plan)
     runs: dict[tuple[str, str, str], list[tuple[float, float, int, str]]] = defaultdict(list)
     pricing = problem.finance.rent
     for t in plan.training:
@@ -122,18 +149,28 @@ def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) 
         runs[(t.server, t.gpu, t.fabric)].append((t.start_day, t.end_day, t.gpus, t.name))
     for svc in plan.inference:
         for rep in svc.replicas:
-            if not rep.rented:
-                held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
-            elif rep.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(rep.gpu, pricing):
+            if rep.rented and rep.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(rep.gpu, pricing):
                 errs.append(
                     f"service {svc.name}: {rep.gpu} rented at {rep.rent_usd_per_gpu_hour}, not the {pricing} price"
                 )
-    for key in set(held) | set(runs):
-        # the busiest moment is when some job starts (or at once, for services alone)
-        moments = [start for start, _, _, _ in runs[key]] or [0.0]
-        peak = max(held[key] + sum(g for s, e, g, _ in runs[key] if s <= t < e - 1e-9) for t in moments)
-        if peak > have.get(key, 0):
-            errs.append(f"{'/'.join(key)}: workloads need {peak} GPUs at once, plan buys {have.get(key, 0)}")
+    for k in range(1, problem.horizon_years + 1):
+        have: dict[tuple[str, str, str], int] = defaultdict(int)
+        for r in plan.servers:
+            if _in_service(r.year, k, life):
+                have[(r.server, r.gpu, r.fabric)] += r.count * r.gpus_per_server
+        held: dict[tuple[str, str, str], int] = defaultdict(int)
+        for svc in plan.inference:
+            if svc.year in (None, k):
+                for rep in svc.replicas:
+                    if not rep.rented:
+                        held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+        begin, end = 365.0 * (k - 1), 365.0 * k
+        for key in set(held) | set(runs):
+            # the busiest moment in the year is when some job starts, or the year's start
+            moments = [begin] + [s for s, _, _, _ in runs[key] if begin <= s < end]
+            peak = max(held[key] + sum(g for s, e, g, _ in runs[key] if s <= t < e - 1e-9) for t in moments)
+            if peak > have.get(key, 0):
+                errs.append(f"{'/'.join(key)}: year {k}: workloads need {peak} GPUs at once, plan has {have[key]}")
 
 
 def _training(problem: Problem, plan: Plan, errs: list[str]) -> None:
@@ -156,28 +193,110 @@ def _training(problem: Problem, plan: Plan, errs: list[str]) -> None:
 
 
 def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
-    rows = {s.name: s for s in plan.inference}
     for svc in problem.inference:
-        row = rows.get(svc.name)
-        if row is None:
+        rows = [s for s in plan.inference if s.name == svc.name]
+        if not rows:
             errs.append(f"service {svc.name} is not in the plan")
             continue
-        capacity = 0.0
-        largest = 0.0
-        for rep in row.replicas:
-            problem_with = (
-                _check_measured(svc, rep, catalog) if rep.source == "measured" else _check_modelled(svc, rep, catalog)
+        for row in rows:
+            need = (
+                svc.peak_requests_per_s(problem.horizon_years)
+                if row.year is None
+                else svc.requests_per_s_in_year(row.year)
             )
-            if problem_with:
-                errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {problem_with}")
-            capacity += rep.count * rep.rps_per_replica
-            largest = max(largest, rep.rps_per_replica)
-        need = svc.peak_requests_per_s(problem.horizon_years)
-        if capacity + 1e-6 < need + svc.spare_replicas * largest:
-            errs.append(
-                f"service {svc.name}: capacity {capacity:.3f} rps < {need} required"
-                + (f" + {svc.spare_replicas} spare" if svc.spare_replicas else "")
-            )
+            need *= 1 + svc.min_spare_share
+            if svc.mix is not None:
+                _check_mix(svc, row, need, catalog, errs)
+                continue
+            capacity = 0.0
+            largest = 0.0
+            for rep in row.replicas:
+                problem_with = (
+                    _check_measured(svc, rep, catalog)
+                    if rep.source == "measured"
+                    else _check_modelled(svc, rep, catalog)
+                )
+                if problem_with:
+                    errs.append(
+                        f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {problem_with}"
+                    )
+                capacity += rep.count * rep.rps_per_replica
+                largest = max(largest, rep.rps_per_replica)
+            if capacity + 1e-6 < need + svc.spare_replicas * largest:
+                errs.append(
+                    f"service {svc.name}{_year(row)}: capacity {capacity:.3f} rps < {need:g} required"
+                    + (f" + {svc.spare_replicas} spare" if svc.spare_replicas else "")
+                )
+
+
+def _year(row) -> str:  # type: ignore[no-untyped-def]
+    return "" if row.year is None else f" (year {row.year})"
+
+
+def _check_mix(svc: InferenceService, row, need: float, catalog: Catalog, errs: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Every bucket is fully routed, in whole slices, to kinds that meet its targets at its own
+    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares)."""
+    assert svc.mix is not None
+    busy = [0.0] * len(row.replicas)
+    buckets = svc.mix.sized
+    if [b.bucket for b in row.routing] != [b.label for b in buckets]:
+        errs.append(f"service {svc.name}{_year(row)}: routing does not list the mix's buckets")
+        return
+    for bucket, route in zip(buckets, row.routing, strict=True):
+        total = sum(r.share for r in route.routes)
+        if abs(total - 1) > 1e-9:
+            errs.append(f"service {svc.name}{_year(row)}: bucket {bucket.label} routed {total:.4f} of its requests")
+        for r in route.routes:
+            slices = r.share * svc.mix.slices
+            if abs(slices - round(slices)) > 1e-9:
+                errs.append(f"service {svc.name}: bucket {bucket.label}: share {r.share} is not whole slices")
+            rep = row.replicas[r.replica]
+            rps, why = _bucket_capacity(svc, rep, bucket, catalog)
+            if why:
+                errs.append(f"service {svc.name}: bucket {bucket.label} on {rep.gpu} x{rep.gpus_per_replica}: {why}")
+                continue
+            busy[r.replica] += need * bucket.share * r.share / rps
+    for rep, load in zip(row.replicas, busy, strict=True):
+        if load > rep.count + 1e-4:
+            errs.append(f"service {svc.name}{_year(row)}: {rep.gpu} needs {load:.3f} replicas, plan has {rep.count}")
+    if sum(r.count for r in row.replicas) + 1e-4 < sum(busy) + svc.spare_replicas:
+        errs.append(f"service {svc.name}{_year(row)}: fewer than {svc.spare_replicas} spare replicas")
+
+
+def _bucket_capacity(svc: InferenceService, rep: ReplicaRow, bucket, catalog: Catalog) -> tuple[float, str]:  # type: ignore[no-untyped-def]
+    """A replica kind's planning requests/s on one bucket, recomputed; or why it cannot serve it."""
+    from planner.options import link_for
+
+    for m in svc.measured:
+        if (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
+            rep.gpu,
+            rep.precision,
+            rep.gpus_per_replica,
+        ) and (m.bucket or "").lower() == bucket.label.lower():
+            return m.requests_per_s, ""
+    if svc.model is None:
+        return 0.0, "no measurement for this bucket"
+    if rep.precision not in svc.precisions:
+        return 0.0, "precision not allowed"
+    gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    q = InferenceQuery(
+        model=shape_of(svc.model, catalog),
+        gpu=gpu,
+        gpus=rep.gpus_per_replica,
+        precision=rep.precision,
+        input_tokens=bucket.input_tokens,
+        output_tokens=bucket.output_tokens,
+        link=link_for(chassis, gpu, rep.gpus_per_replica),
+        tpot_ms=svc.tpot_ms,
+        ttft_ms=svc.ttft_ms,
+    )
+    eff = catalog.efficiency
+    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+    if not est.fits:
+        return 0.0, f"does not fit: {est.reason}"
+    if est.tpot_p99_ms > svc.tpot_ms + 1e-6 or est.ttft_p99_ms > svc.ttft_ms + 1e-6:
+        return 0.0, f"misses latency (p99 TTFT {est.ttft_p99_ms:.0f} ms, TPOT {est.tpot_p99_ms:.1f} ms)"
+    return est.planning_requests_per_s, ""
 
 
 def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> str:

@@ -24,8 +24,12 @@ def print_plan(plan: Plan, console: Console) -> None:
         f"({gap}); capex {_usd(plan.capex_usd)}, opex {_usd(plan.opex_usd_per_year)}/year; "
         f"{plan.facility_power_kw:,.1f} kW facility power, {plan.racks} racks."
     )
+    if plan.rent_usd_per_hour:
+        console.print(f"Cloud rent for services: ${plan.rent_usd_per_hour:,.2f} per hour (year 1).")
     _buy(plan, console)
+    _purchase_years(plan, console)
     _runs(plan, console)
+    _routing(plan, console)
     _schedule(plan, console)
     _money(plan, console)
     _rent_vs_buy(plan, console)
@@ -82,12 +86,15 @@ def _runs(plan: Plan, console: Console) -> None:
         console.print(t)
     if plan.inference:
         t = Table(title="Inference services", title_justify="left")
-        for col in ("service", "replicas", "precision", "rps each", "batch", "TTFT ms", "TPOT ms", "capacity / need"):
+        by_year = any(s.year is not None for s in plan.inference)
+        cols = ("service", *(["year"] if by_year else []), "replicas", "precision", "rps each", "batch", "TTFT ms")
+        for col in (*cols, "TPOT ms", "capacity / need"):
             t.add_column(col)
         for s in plan.inference:
             for i, r in enumerate(s.replicas):
                 t.add_row(
                     s.name if i == 0 else "",
+                    *([str(s.year) if i == 0 else ""] if by_year else []),
                     f"{r.count} x {r.gpus_per_replica} {r.gpu}" + (" rented" if r.rented else ""),
                     r.precision,
                     f"{r.rps_per_replica:.2f}",
@@ -97,6 +104,47 @@ def _runs(plan: Plan, console: Console) -> None:
                     f"{s.capacity_rps:.1f} / {s.required_rps:g} rps (+{s.spare_replicas} spare)" if i == 0 else "",
                 )
         console.print(t)
+
+
+def _purchase_years(plan: Plan, console: Console) -> None:
+    """A plan by year: when each server is bought (cash-flow year 0 = today)."""
+    if not any(r.year for r in plan.servers):
+        return
+    t = Table(title="Purchase schedule (servers bought at the start of each year)", title_justify="left")
+    years = sorted({r.year for r in plan.servers})
+    t.add_column("server / GPU")
+    for y in years:
+        t.add_column(f"year {y}", justify="right")
+    keys = sorted({(r.server, r.gpu) for r in plan.servers})
+    for server, gpu in keys:
+        counts = {r.year: r.count for r in plan.servers if (r.server, r.gpu) == (server, gpu)}
+        t.add_row(f"{server} / {gpu}", *(str(counts.get(y, "")) for y in years))
+    capex = {f.year: f.capex_usd for f in plan.cash_flows}
+    t.add_row("[bold]capex[/bold]", *(_usd(capex.get(y, 0.0)) for y in years))
+    console.print(t)
+
+
+def _routing(plan: Plan, console: Console) -> None:
+    """Request-size mixes: which replica kinds serve which share of each bucket (a router's table)."""
+    rows = [s for s in plan.inference if s.routing]
+    if not rows:
+        return
+    t = Table(title="Routing by request size (share of each bucket per replica kind)", title_justify="left")
+    for col in ("service", "bucket (in/out tokens)", "share", "rps", "routed to", "p99 TTFT / TPOT ms"):
+        t.add_column(col)
+    for s in rows:
+        name = s.name if s.year is None else f"{s.name} (year {s.year})"
+        for i, b in enumerate(s.routing):
+            for j, r in enumerate(b.routes):
+                t.add_row(
+                    name if i == 0 and j == 0 else "",
+                    f"{b.bucket} ({b.input_tokens}/{b.output_tokens})" if j == 0 else "",
+                    f"{100 * b.share:.1f}%" if j == 0 else "",
+                    f"{b.rps:.2f}" if j == 0 else "",
+                    f"{100 * r.share:.0f}% -> {r.gpus_per_replica} x {r.gpu} {r.precision}",
+                    f"{r.ttft_ms:.0f} / {r.tpot_ms:.1f}",
+                )
+    console.print(t)
 
 
 def _schedule(plan: Plan, console: Console) -> None:
