@@ -109,7 +109,9 @@ def test_stock_is_per_year():
 
 def test_minimum_spare_capacity_share():
     plan = solve_text(
-        _growth(rates="[10, 10, 10]", purchases="upfront").replace("tpot_ms: 40", "tpot_ms: 40\n    min_spare_share: 0.5")
+        _growth(rates="[10, 10, 10]", purchases="upfront").replace(
+            "tpot_ms: 40", "tpot_ms: 40\n    min_spare_share: 0.5"
+        )
     )
     assert plan.inference[0].capacity_rps >= 15 - 1e-9
     assert plan.verification == []
