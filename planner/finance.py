@@ -135,6 +135,7 @@ class LineItem:
     breakdown: str = ""  # which TCO bucket the capex goes to: servers | network | racks
     year: int = 0  # cash-flow year of the purchase (0: up front; y: start of operating year y + 1)
     life_years: int | None = None  # years in service; None: to the horizon
+    sunk: bool = False  # already owned (--keep): no capex now; it still runs, is maintained and resold
 
     @property
     def extended_price_usd(self) -> float:
@@ -178,8 +179,9 @@ def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float
     depreciation = [0.0] * (horizon + 1)
     for li in items:
         q, price, watts = li.quantity, li.unit_price_usd, li.unit_power_w
-        capex[li.year] += li.extended_price_usd
-        breakdown[bucket[li.category]] += li.extended_price_usd * rates.discount_factor(li.year)
+        spent = 0.0 if li.sunk else li.extended_price_usd
+        capex[li.year] += spent
+        breakdown[bucket[li.category]] += spent * rates.discount_factor(li.year)
         years = rates.service_years(li.year, li.life_years)
         resale = q * rates.residual_usd(price, li.category) if years and years[-1] == horizon else 0.0
         back[horizon] += resale
@@ -190,7 +192,7 @@ def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float
             breakdown["colocation"] += q * rates.colocation_usd_per_year(watts) * d
             breakdown["maintenance"] += q * rates.maintenance_usd_per_year(price, li.category) * d
             breakdown["operations"] += q * rates.ops_usd_per_year(li.category) * d
-            depreciation[k] += (li.extended_price_usd - resale) / len(years)
+            depreciation[k] += (spent - resale) / len(years)
     breakdown["rent"] = sum(v * rates.discount_factor(k) for k, v in rent.items())
     breakdown["residual"] = -back[horizon] * rates.discount_factor(horizon)
     flows = []

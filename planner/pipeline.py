@@ -25,6 +25,7 @@ class Context:
     catalog: Catalog
     workloads: list[WorkloadOptions]
     loaded: LoadedProblem | None = None  # the file as read, for what-if variants
+    kept: dict | None = None  # PoolKey -> (servers, racks) already owned (solve --keep)  # type: ignore[type-arg]
 
 
 def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
@@ -62,7 +63,7 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
                 }
             )
         return _infeasible(p, found)
-    built = build(p, ctx.catalog, ctx.workloads)
+    built = build(p, ctx.catalog, ctx.workloads, kept=ctx.kept)
     solved = solve(built.model, time_limit_s)
     if solved.status == "infeasible":
         return _infeasible(p, diagnose(ctx, time_limit_s))
@@ -153,6 +154,7 @@ def assemble_plan(ctx: Context, built: Built, solved) -> Plan:  # type: ignore[n
                 year=li.year,
             )
             for li in rb.items
+            if not li.sunk  # already owned: not on the purchase list
         ],
         cash_flows=[CashFlowRow(**vars(f)) for f in money.cash_flows],
         assumptions=_assumptions(ctx, gpus),
@@ -174,6 +176,38 @@ def _rent_by_year(rb, rates: Rates) -> dict[int, float]:  # type: ignore[no-unty
         if t.rented:
             rent[rates.rent_year(t.deadline_days)] += rates.job_rent_usd(t.gpus, t.days, t.rent_usd_per_gpu_hour or 0.0)
     return {k: v for k, v in rent.items() if v}
+
+
+def kept_hardware(plan_path: str, catalog: Catalog) -> dict:  # type: ignore[type-arg]
+    """Servers and racks a previous plan bought (``solve --keep PLAN.json``): they stay."""
+    import json
+    from pathlib import Path
+
+    from planner.bom import PoolKey
+    from planner.errors import InputError
+    from planner.schema.plan import Plan
+
+    try:
+        plan = Plan.model_validate(json.loads(Path(plan_path).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise InputError("plan file not found", file=plan_path, key="--keep") from None
+    except (ValueError, OSError) as exc:
+        first = str(exc).splitlines()[0]
+        raise InputError(
+            f"not a plan written by `planner solve --json`: {first}", file=plan_path, key="--keep"
+        ) from None
+    kept: dict[PoolKey, tuple[int, int]] = {}
+    for row in plan.servers:
+        if row.server not in catalog.servers or row.gpu not in catalog.gpus or row.fabric not in catalog.fabrics:
+            raise InputError(
+                f"the kept plan has {row.server}/{row.gpu}/{row.fabric}, which the catalog does not know",
+                file=plan_path,
+                key="servers",
+            )
+        key = PoolKey(row.server, row.gpu, row.fabric)
+        servers, racks = kept.get(key, (0, 0))
+        kept[key] = (servers + row.count, racks + row.racks)
+    return kept
 
 
 def _rent_per_hour(rb) -> float:  # type: ignore[no-untyped-def]

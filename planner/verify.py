@@ -63,7 +63,7 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
         gpu = catalog.gpus[gpu_id]
         if gpu_id not in chassis.gpus:
             errs.append(f"server {server} cannot hold {gpu_id}")
-        for row in rows:
+        for row in (r for r in rows if not r.owned):  # owned rows (--keep) were paid before
             factor = (1 - decline_per_year(problem, catalog, gpu_id)) ** row.year
             price = round(chassis.base_price.usd + chassis.gpus_per_server * catalog.gpu_price_usd(gpu_id) * factor)
             if not _close(price, row.unit_price_usd):

@@ -59,6 +59,7 @@ class Built:
     serve_rates: dict[str, tuple[int, int, list[int]]] = field(default_factory=dict)  # need, spare, per replica
     # per mix service: (option index, bucket index, period) -> slices of the bucket routed to that kind
     routes: dict[str, dict[tuple[int, int, int], cp_model.IntVar]] = field(default_factory=dict)
+    kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned: (servers, racks), sunk
     starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
     durations: dict[str, cp_model.LinearExpr] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
@@ -73,8 +74,10 @@ def build(
     catalog: Catalog,
     workloads: list[WorkloadOptions],
     relax: Collection[str] = (),
+    kept: dict[PoolKey, tuple[int, int]] | None = None,
 ) -> Built:
-    b = Built(cp_model.CpModel(), periods=problem.horizon_years if problem.yearly else 1)
+    """``kept``: hardware already bought (``--keep``): it stays, its price is sunk, it still runs."""
+    b = Built(cp_model.CpModel(), periods=problem.horizon_years if problem.yearly else 1, kept=dict(kept or {}))
     rates = Rates.of(problem)
     _pools(b, problem, catalog, workloads, relax)
     _training(b, problem, workloads, relax)
@@ -111,24 +114,31 @@ def _pools(
     from planner.options import pool_limit
 
     owned = [o for w in workloads for o in [*w.training, *w.inference] if o.rent_usd_per_gpu_hour is None]
-    keys = sorted({o.pool for o in owned}) if problem.finance.buy else []
+    keys = sorted({o.pool for o in owned} | set(b.kept)) if problem.finance.buy or b.kept else []
     site = problem.site
     m = b.model
     life = problem.finance.hardware_lifetime_years or b.periods
     for key in keys:
         spec = pool_spec(catalog, key)
         limit, _ = pool_limit(problem, catalog, key, ignore=relax)
+        have, have_racks = b.kept.get(key, (0, 0))
+        limit = max(limit, have)
         fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
         n = m.new_int_var(0, limit, f"servers[{key.label()}]")
         r = m.new_int_var(0, math.ceil(limit / fit), f"racks[{key.label()}]")
         # Homogeneous racks: each rack holds `fit` servers of this pool (rack_units, rack_power).
         m.add(r * fit >= n).with_name(f"racks_for[{key.label()}]")
         pv = PoolVars(spec, n, r, fit)
+        if have:
+            # Owned servers stay (and run) from year 0; only purchases beyond them cost capex.
+            m.add(n >= have).with_name(f"kept[{key.label()}]")
+            m.add(r >= min(have_racks, upper(r)))
         if b.periods == 1:
             pv.bought, pv.installed = [n], [n]
         else:
             # Bought at the start of a year, in service for `life` years; the peak sizes racks and network.
             pv.bought = [m.new_int_var(0, limit, f"bought[{key.label()}@{y}]") for y in range(b.periods)]
+            m.add(pv.bought[0] >= have)
             for y in range(b.periods):
                 pv.installed.append(sum(pv.bought[max(0, y - life + 1) : y + 1]))
                 m.add(n >= pv.installed[y])
@@ -386,6 +396,10 @@ def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) 
         power += u.watts_up(fab.switch_power_w) * (f.leaves + f.spines)
         racks += f.racks
     capex += rack_price * racks
+    for key, (have, have_racks) in b.kept.items():  # sunk: bought before this plan
+        spec = b.pools[key].spec
+        capex -= (u.usd(spec.server_price_usd) + u.usd(spec.nic_price_usd) * spec.nics_per_server) * have
+        capex -= rack_price * have_racks
     peak = sum(u.watts_up(p.spec.power_w) * p.servers for p in b.pools.values())
     b.capex, b.it_power_w, b.total_racks = capex, power + peak, racks
     fin, site = problem.finance, problem.site
@@ -522,4 +536,8 @@ def _objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> cp
         tco += unit(fab.switch_price.usd, fab.switch_power_w, "network") * (f.leaves + f.spines)
         tco += unit(fab.cable_price.usd, 0, "network") * (f.ports + f.uplinks)
         tco += unit(catalog.rack.price.usd, 0, "rack") * f.racks
+    for key, (have, have_racks) in b.kept.items():  # their prices are sunk; running them is not
+        s = b.pools[key].spec
+        tco -= (u.usd(s.server_price_usd) + u.usd(s.nic_price_usd) * s.nics_per_server) * have
+        tco -= u.usd(round(catalog.rack.price.usd)) * have_racks
     return tco

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.bom import network_for
 from planner.catalog import Catalog
@@ -52,10 +52,13 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
             f"({gpu.price.source.title}, {gpu.price.source.date})"
         )
         bought = [s.value(v) for v in p.bought]
-        first = next(y for y, k in enumerate(bought) if k)
-        for y, count in enumerate(bought):
-            if count == 0:
-                continue
+        have, have_racks = b.kept.get(key, (0, 0))
+        rows = [(y, count, False) for y, count in enumerate(bought)]
+        if have:  # owned servers: their own rows, no capex
+            rows = [(0, have, True), (0, bought[0] - have, False), *rows[1:]]
+        rows = [r for r in rows if r[1]]
+        rack_rows = _racks_by_row(rows, pool_racks, have_racks)
+        for (y, count, owned), row_racks in zip(rows, rack_rows, strict=True):
             price = server_price_usd(spec, catalog, problem, y)
             servers.append(
                 ServerRow(
@@ -66,8 +69,9 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
                     count=count,
                     unit_price_usd=price,
                     unit_power_w=spec.server_power_w,
-                    racks=pool_racks if y == first else 0,  # racks hold the pool's peak; bought with its first servers
+                    racks=row_racks,
                     year=y,
+                    owned=owned,
                 )
             )
             when = (
@@ -83,9 +87,12 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
                     count,
                     price,
                     spec.server_power_w,
-                    f"{price_note}; chassis ${spec.chassis.base_price.usd:,.0f} estimate{when}",
+                    "already owned (--keep)"
+                    if owned
+                    else f"{price_note}; chassis ${spec.chassis.base_price.usd:,.0f} estimate{when}",
                     year=y,
                     life_years=life,
+                    sunk=owned,
                 )
             )
             if spec.nics_per_server:
@@ -102,6 +109,7 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
                         f"estimate ({fab.nic_price.source.title})" + (f"; bought in year {y}" if y else ""),
                         year=y,
                         life_years=life,
+                        sunk=owned,
                     )
                 )
     network = []
@@ -163,6 +171,12 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
                 f"estimate ({catalog.rack.price.source.title})",
             )
         )
+    owned_racks = min(racks, sum(min(r, s.value(b.pools[k].racks)) for k, (_, r) in b.kept.items()))
+    if owned_racks:  # racks already owned: listed, not bought
+        last = items.pop()
+        items.append(replace(last, quantity=last.quantity - owned_racks))
+        items.append(replace(last, quantity=owned_racks, notes="already owned (--keep)", sunk=True))
+        items = [li for li in items if li.quantity]
     return Readback(
         servers=servers,
         training=_training(b, s, problem),
@@ -174,6 +188,20 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
         max_rack_power_w=max_rack_w,
         max_rack_units=max_rack_u,
     )
+
+
+def _racks_by_row(rows: list[tuple[int, int, bool]], pool_racks: int, have_racks: int) -> list[int]:
+    """Racks listed per server row (they hold the pool's peak): owned racks on the owned row,
+    the rest with the first purchase."""
+    out = [0] * len(rows)
+    owned = min(have_racks, pool_racks) if rows and rows[0][2] else 0
+    if owned:
+        out[0] = owned
+    rest = pool_racks - owned
+    new = next((i for i, r in enumerate(rows) if not r[2]), 0)
+    if rows:
+        out[new] += rest
+    return out
 
 
 def _training(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:

@@ -23,6 +23,7 @@ class ServerRow(Out):
     unit_power_w: float
     racks: int
     year: int = 0  # cash-flow year bought: 0 up front, y at the start of operating year y + 1
+    owned: bool = False  # already owned (solve --keep): stays, no capex
 
 
 class TrainingRow(Out):
