@@ -70,7 +70,8 @@ def solve(
     xlsx_path: Annotated[Path | None, typer.Option("--xlsx", help="write the spreadsheet for finance")] = None,
     html_path: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report")] = None,
     charts_dir: Annotated[
-        Path | None, typer.Option("--charts", help="folder for PNG charts (TCO breakdown, cash flow)")
+        Path | None,
+        typer.Option("--charts", help="folder for PNG charts (TCO breakdown, cash flow, training schedule)"),
     ] = None,
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", min=0.01, help="solver limit in deterministic seconds")
@@ -82,21 +83,27 @@ def solve(
     why_not: Annotated[
         list[str] | None, typer.Option("--why-not", help="GPU id (repeatable, or 'all'): the best plan using it")
     ] = None,
+    keep: Annotated[
+        Path | None,
+        typer.Option("--keep", help="a previous plan (--json): its servers and racks are already bought and stay"),
+    ] = None,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
-    from planner.pipeline import plan_context, prepare
+    from planner.pipeline import kept_hardware, plan_context, prepare
     from planner.problem_io import load_problem
     from planner.report.files import check_writable, write_all
     from planner.report.tables import plan_json, purchase_csv
     from planner.report.terminal import print_infeasible, print_plan
 
-    charts = [charts_dir / "tco_breakdown.png", charts_dir / "cash_flow.png"] if charts_dir else []
+    charts = [charts_dir / n for n in ("tco_breakdown.png", "cash_flow.png", "gantt.png")] if charts_dir else []
     files: list[str | Path] = [
         p for p in (csv_path, xlsx_path, html_path, None if json_path == "-" else json_path, *charts) if p
     ]
     check_writable(files)
     loaded = load_problem(problem)
     ctx = prepare(loaded)
+    if keep is not None:
+        ctx.kept = kept_hardware(str(keep), ctx.catalog)
     for gpu in why_not or []:
         if gpu.lower() != "all":
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
@@ -143,6 +150,10 @@ def _finance_outputs(
 
         outputs[charts[0]] = tco_breakdown_png(plan)
         outputs[charts[1]] = cash_flow_png(plan)
+        if plan.training:  # the schedule, only when there is one
+            from planner.report.gantt import gantt_png
+
+            outputs[charts[2]] = gantt_png(plan)
     return outputs
 
 
@@ -343,6 +354,52 @@ def calibrate(
         sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
     else:
         print_report(report, out)
+
+
+@app.command("import-melange")
+@user_errors
+def import_melange(
+    config: Annotated[Path, typer.Argument(help="Mélange solver config (JSON), e.g. melange/config/example.json")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="problem file to write (YAML)")],
+    gpu: Annotated[
+        list[str] | None, typer.Option("--gpu", help="NAME=ID: map a Mélange GPU name to a catalog id (repeatable)")
+    ] = None,
+    input_sizes: Annotated[
+        str | None,
+        typer.Option("--input-sizes", help="prompt tokens per row bucket, e.g. 25,100 (default: 25,100,250,...)"),
+    ] = None,
+    output_sizes: Annotated[
+        str | None,
+        typer.Option("--output-sizes", help="output tokens per column bucket (default: 25,100,250,...)"),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="problem name (default: melange-<config name>)")] = None,
+) -> None:
+    """Convert a Mélange config (GPU costs, throughputs per request-size bucket) into a rent-only problem."""
+    from planner.melange import import_config, parse_gpu_map, parse_sizes
+    from planner.problem_io import loads_problem
+    from planner.report.files import check_writable, write_all
+
+    check_writable([output])
+    imported = import_config(
+        config,
+        gpu_map=parse_gpu_map(gpu or []),
+        input_sizes=parse_sizes(input_sizes, "--input-sizes"),
+        output_sizes=parse_sizes(output_sizes, "--output-sizes"),
+        name=name,
+    )
+    try:  # the planner must read what was written; a failure here is the converter's bug, not the user's
+        loads_problem(imported.text, str(output))
+    except InputError as exc:
+        err.print(f"[bold yellow]warning:[/bold yellow] the problem written does not load: {escape(str(exc))}")
+    write_all({output: imported.text})
+    inst = imported.instance
+    rows, cols = inst.shape
+    out.print(
+        f"{output}: {len(inst.gpus)} GPU types ({', '.join(f'{k} -> {v}' for k, v in imported.gpu_ids.items())}), "
+        f"{len(inst.buckets())} of {rows}x{cols} buckets, {inst.total_request_rate:g} requests/s, "
+        f"slice factor {inst.slice_factor}",
+        markup=False,
+    )
 
 
 @estimate_app.command("inference")
