@@ -211,12 +211,14 @@ def _add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
     services for the whole horizon (at the reserved price when asked), training
     jobs for their duration (on demand: nobody commits for years to a burst).
     """
-    served: list[InferenceOption] = []
+    served: dict[tuple, InferenceOption] = {}  # type: ignore[type-arg]
     for o in wo.inference:
         price = catalog.rent_usd_per_gpu_hour(o.gpu, pricing)
-        if price is not None and o.rent_usd_per_gpu_hour is None:
-            served.append(replace(o, rent_usd_per_gpu_hour=price))
-    wo.inference.extend(served)
+        # a cloud GPU is the same in any chassis: one rented twin per (GPU, precision, size)
+        twin = (o.gpu, o.precision, o.gpus_per_replica)
+        if price is not None and o.rent_usd_per_gpu_hour is None and twin not in served:
+            served[twin] = replace(o, rent_usd_per_gpu_hour=price)
+    wo.inference.extend(served.values())
     best: dict[tuple[str, int], TrainingOption] = {}
     for t in wo.training:
         price = catalog.rent_usd_per_gpu_hour(t.gpu, "on_demand")

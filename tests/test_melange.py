@@ -347,3 +347,27 @@ def test_rounded_loads_never_under_provision() -> None:
     assert exact.exact and exact.counts == {"G": 1}
     assert solve_brute_force(inst).counts == {"G": 1}
     assert not rounded.exact and rounded.counts == {"G": 2}
+
+
+# ------------------------------------------------------------------------------------ end to end
+
+
+def test_planner_solves_melanges_example_at_most_as_dear_as_melange(tmp_path: Path) -> None:
+    """Mélange answers 3 A10G + 1 A100-80GB = $6.70/h; the planner's mix must cost no more."""
+    run, out = convert(tmp_path, EXAMPLE)
+    assert run.code == 0, run.output
+    plan_path = tmp_path / "plan.json"
+    solved = planner("solve", out, "-q", "--json", plan_path)
+    assert solved.code == 0, solved.output
+    plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    assert plan["status"] == "optimal" and plan["verification"] == []
+    assert plan["rent_usd_per_hour"] <= 6.70 + 1e-9
+    (service,) = plan["inference"]
+    hourly = sum(r["count"] * r["gpus_per_replica"] * r["rent_usd_per_gpu_hour"] for r in service["replicas"])
+    assert hourly == pytest.approx(plan["rent_usd_per_hour"])
+    # with one slice per bucket, every bucket goes whole to one GPU type
+    for bucket in service["routing"]:
+        assert [r["share"] for r in bucket["routes"]] == [1.0]
+    # the planner's answer equals the direct model's optimum (an independent formulation)
+    direct = solve_direct(parse_config(EXAMPLE))
+    assert plan["rent_usd_per_hour"] == pytest.approx(direct.cost_usd_per_hour)

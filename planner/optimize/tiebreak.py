@@ -1,0 +1,152 @@
+"""Break ties between plans of equal TCO the same way every time.
+
+Equal-cost plans exist (cpsat-notes), and which one a solve returns depends on the
+search. After the TCO solve, a copy of the model gets ``tco <= found`` and is solved
+again, from the first plan as a hint, for, in this order:
+
+1. fewer distinct GPU types bought;
+2. less IT power (watts);
+3. training jobs as early as their start is free (sum of start times).
+
+The three levels are one weighted integer objective, each weight larger than the
+whole range of the levels below it, so a level always dominates the next. When the
+weights would not fit comfortably in an int64 (nor in a double, which is how CP-SAT
+reports objectives), the levels are solved in stages instead, each pinned before the
+next. TCO never gets worse: for a proven optimum the optimum itself is pinned.
+
+The copy keeps the original's variable indices (new variables come after them), and
+a solver's values are by index, so the returned solver answers for the original
+``Built`` variables.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model, cp_model_helper
+
+from planner.optimize.model import Built, upper
+from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, solve
+
+TIE_LIMIT = 2.0  # deterministic seconds per re-solve
+SAFE_RANGE = 2**53  # largest weighted objective solved in one stage (exact as a double)
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    expr: cp_model.LinearExprT
+    lo: int
+    hi: int
+
+
+def solve_built(b: Built, time_limit_s: float | None = None) -> Solved:
+    """Solve for the least TCO, then break ties (the plan a user gets). A time limit
+    below ``TIE_LIMIT`` caps each tie-breaking stage too."""
+    return break_ties(b, solve(b.model, time_limit_s), min(TIE_LIMIT, time_limit_s or TIE_LIMIT))
+
+
+def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
+    """The plan of ``first`` or one no costlier that wins the tie-breakers.
+
+    ``objective`` is the TCO of the returned plan, ``bound`` the first solve's;
+    ``value()`` reads the original model's variables. Without a plan, ``first``.
+    """
+    if first.status not in ("optimal", "feasible"):
+        return first
+    start = time.perf_counter()
+    model = b.model.clone()
+    _hint_from(model, first.solver)  # before any new variable: the hint covers them all
+    model.add(b.tco <= first.value(b.tco)).with_name("tiebreak:tco")
+    levels = tie_levels(b, model, first)
+    solver = first.solver
+    for stage in stages(levels):
+        objective = sum(w * lv.expr for w, lv in stage)
+        model.minimize(objective)
+        # No probing: it can spend the whole limit in presolve on a large model (measured:
+        # stopped after presolve at 2 s), and the search starts from a complete hint.
+        found = _run(model, limit, WORKERS, probing=0)
+        if found.status not in ("optimal", "feasible"):
+            break  # keep what the previous stage (or the first solve) found
+        solver = found.solver
+        model.add(objective <= found.value(objective))
+        _hint_from(model, solver)
+    return Solved(
+        status=first.status,
+        solver=solver,
+        objective=float(solver.value(b.tco)),
+        bound=first.bound,
+        seconds=first.seconds + time.perf_counter() - start,
+    )
+
+
+def tie_levels(b: Built, model: cp_model.CpModel, first: Solved) -> list[Level]:
+    """The tie-breakers as expressions over ``model`` (a copy of ``b.model``), most
+    important first, with their bounds. Adds one Boolean per GPU type, hinted from ``first``."""
+    by_gpu: dict[str, list[cp_model.IntVar]] = {}
+    for key, p in b.pools.items():
+        by_gpu.setdefault(key.gpu, []).append(p.servers)
+    used = []
+    for gpu, servers in sorted(by_gpu.items()):
+        flag = model.new_bool_var(f"tiebreak:gpu_type_used[{gpu}]")
+        for n in servers:
+            model.add(n <= upper(n) * flag)
+        model.add(sum(servers) >= 1).only_enforce_if(flag)
+        model.add_hint(flag, any(first.value(n) > 0 for n in servers))
+        used.append(flag)
+    starts = list(b.starts.values())
+    return [
+        Level("gpu_types", sum(used), 0, len(used)),
+        Level("it_power_w", b.it_power_w, *expr_bounds(b.it_power_w)),
+        Level("start_times", sum(starts), sum(lower(s) for s in starts), sum(upper(s) for s in starts)),
+    ]
+
+
+def stages(levels: list[Level]) -> list[list[tuple[int, Level]]]:
+    """Weighted groups of levels, solved one after the other.
+
+    Within a group, a level's weight is one more than the largest total the levels
+    after it can vary by, so one unit of it outweighs all of them. A group closes
+    when adding the next level would take its range past ``SAFE_RANGE``. Levels that
+    cannot vary are left out.
+    """
+    out: list[list[tuple[int, Level]]] = []
+    group: list[Level] = []
+    for lv in (lv for lv in levels if lv.hi > lv.lo):
+        if group and _span([*group, lv]) >= SAFE_RANGE:
+            out.append(_weighted(group))
+            group = []
+        group.append(lv)
+    if group:
+        out.append(_weighted(group))
+    return out
+
+
+def _weighted(group: list[Level]) -> list[tuple[int, Level]]:
+    weights, below = [], 0
+    for lv in reversed(group):
+        weights.append(below + 1)
+        below += (below + 1) * (lv.hi - lv.lo)
+    return list(zip(reversed(weights), group, strict=True))
+
+
+def _span(group: list[Level]) -> int:
+    """Largest absolute value the group's weighted objective can take (the int64 check)."""
+    return sum(w * max(abs(lv.lo), abs(lv.hi)) for w, lv in _weighted(group))
+
+
+def lower(var: cp_model.IntVar) -> int:
+    return int(var.proto.domain[0])
+
+
+def expr_bounds(expr: cp_model.LinearExprT) -> tuple[int, int]:
+    """Smallest and largest value of a linear expression over its variables' domains."""
+    if isinstance(expr, int):
+        return expr, expr
+    flat = cp_model_helper.FlatIntExpr(expr)
+    lo = hi = flat.offset
+    for var, c in zip(flat.vars, flat.coeffs, strict=True):
+        a, z = c * lower(var), c * upper(var)
+        lo, hi = lo + min(a, z), hi + max(a, z)
+    return lo, hi
