@@ -66,6 +66,10 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
     built = build(p, ctx.catalog, ctx.workloads, kept=ctx.kept)
     routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
     solved = solve(built.model, time_limit_s, lb_tree_search=routing_only)
+    if solved.status in ("optimal", "feasible"):
+        from planner.optimize.tiebreak import break_ties
+
+        solved = break_ties(built, solved)  # equal TCO: fewer GPU types, less power, earlier starts
     if solved.status == "infeasible":
         return _infeasible(p, diagnose(ctx, time_limit_s))
     if solved.status not in ("optimal", "feasible"):
