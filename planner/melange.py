@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import InputError
+from planner.yaml_io import read_input_text
 
 MAX_FILE_BYTES = 20_000_000
 SHARE_TOLERANCE = 1e-3  # as the problem schema: mix shares must sum to 1 within this
@@ -116,25 +117,8 @@ def bucket_name(i: int, j: int) -> str:
 
 def read_config(path: str | Path) -> MelangeInstance:
     """Read and check a Mélange JSON config; every problem is an InputError naming the file and key."""
-    name = str(path)
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError("is a directory, expected a Mélange JSON config", file=name)
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError("file not found", file=name) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=name) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"file is larger than the limit of {MAX_FILE_BYTES:,} bytes", file=name)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=name, line=line) from None
-    return parse_config(loads_json(text, name), name)
+    text = read_input_text(Path(path), "a Mélange JSON config", MAX_FILE_BYTES, encoding="utf-8-sig")
+    return parse_config(loads_json(text, str(path)), str(path))
 
 
 def loads_json(text: str, name: str = "<string>") -> Any:

@@ -233,7 +233,6 @@ def _add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
 def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> WorkloadOptions:  # type: ignore[no-untyped-def]
     shape = shape_of(svc.model, catalog) if svc.model is not None else None
     wo = WorkloadOptions(svc.name, "inference", shape)
-    eff = catalog.efficiency
     # the user's benchmarks, by (GPU, precision, GPUs per replica); excluded GPUs drop out
     measured = {
         (gid, m.precision, m.gpus_per_replica): m
@@ -254,18 +253,9 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
                 for tp in tps:
                     if (gpu_id, precision, tp) in measured:
                         continue  # measured numbers win (below)
-                    q = InferenceQuery(
-                        model=shape,
-                        gpu=gpu,
-                        gpus=tp,
-                        precision=precision,
-                        input_tokens=svc.input_tokens,
-                        output_tokens=svc.output_tokens,
-                        link=link_for(chassis, gpu, tp),
-                        tpot_ms=svc.tpot_ms,
-                        ttft_ms=svc.ttft_ms,
+                    est = _at_targets(
+                        svc, shape, catalog, chassis, gpu, tp, precision, svc.input_tokens, svc.output_tokens
                     )
-                    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
                     if est.fits:
                         found.append(InferenceOption(svc.name, key, precision, tp, est))
                     else:
@@ -288,6 +278,33 @@ def _inference_options(svc: InferenceService, catalog: Catalog, limit) -> Worklo
     return wo
 
 
+def _at_targets(
+    svc: InferenceService,
+    shape: ModelShape,
+    catalog: Catalog,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    tp: int,
+    precision: str,
+    input_tokens: int,
+    output_tokens: int,
+) -> InferenceEstimate:
+    """One replica kind on requests of one size, at the largest batch meeting the service's targets."""
+    q = InferenceQuery(
+        model=shape,
+        gpu=gpu,
+        gpus=tp,
+        precision=precision,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        link=link_for(chassis, gpu, tp),
+        tpot_ms=svc.tpot_ms,
+        ttft_ms=svc.ttft_ms,
+    )
+    eff = catalog.efficiency
+    return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+
+
 def _mix_options(  # type: ignore[no-untyped-def]
     svc: InferenceService, catalog: Catalog, chassis: ServerChassis, gpu: Gpu, key: PoolKey, tps: list[int], wo
 ) -> list[InferenceOption]:
@@ -301,7 +318,6 @@ def _mix_options(  # type: ignore[no-untyped-def]
         if catalog.find_gpu_id(m.gpu) == gpu.id and m.bucket is not None:
             measured.setdefault((m.precision, m.gpus_per_replica), {})[labels.index(m.bucket.lower())] = m
     kinds = sorted(set(measured) | ({(p, tp) for p in svc.precisions for tp in tps} if wo.shape else set()))
-    eff = catalog.efficiency
     found = []
     for precision, tp in kinds:
         if tp not in tps:
@@ -319,18 +335,9 @@ def _mix_options(  # type: ignore[no-untyped-def]
             if wo.shape is None or precision not in svc.precisions:
                 per.append(None)
                 continue
-            q = InferenceQuery(
-                model=wo.shape,
-                gpu=gpu,
-                gpus=tp,
-                precision=precision,
-                input_tokens=bucket.input_tokens,
-                output_tokens=bucket.output_tokens,
-                link=link_for(chassis, gpu, tp),
-                tpot_ms=svc.tpot_ms,
-                ttft_ms=svc.ttft_ms,
+            est = _at_targets(
+                svc, wo.shape, catalog, chassis, gpu, tp, precision, bucket.input_tokens, bucket.output_tokens
             )
-            est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
             per.append(est if est.fits else None)
             reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
         served = [e for e in per if e is not None]

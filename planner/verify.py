@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 
 from planner.catalog import Catalog
-from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
 from planner.perf.shapes import shape_of
 from planner.schema.plan import Plan, ReplicaRow
 from planner.schema.problem import InferenceService, Problem
@@ -265,7 +265,6 @@ def _check_mix(svc: InferenceService, row, need: float, catalog: Catalog, errs: 
 
 def _bucket_capacity(svc: InferenceService, rep: ReplicaRow, bucket, catalog: Catalog) -> tuple[float, str]:  # type: ignore[no-untyped-def]
     """A replica kind's planning requests/s on one bucket, recomputed; or why it cannot serve it."""
-    from planner.options import link_for
 
     for m in svc.measured:
         if (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
@@ -276,54 +275,49 @@ def _bucket_capacity(svc: InferenceService, rep: ReplicaRow, bucket, catalog: Ca
             return m.requests_per_s, ""
     if svc.model is None:
         return 0.0, "no measurement for this bucket"
+    est, why = _recompute(
+        svc, rep, catalog, bucket.input_tokens, bucket.output_tokens, tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms
+    )
+    return (0.0, why) if est is None else (est.planning_requests_per_s, "")
+
+
+def _recompute(  # type: ignore[no-untyped-def]
+    svc: InferenceService, rep: ReplicaRow, catalog: Catalog, input_tokens: int, output_tokens: int, **batch
+) -> tuple[InferenceEstimate | None, str]:
+    """The replica recomputed with the performance model on requests of one size (``batch``:
+    a fixed concurrency, or the targets to find it), or why it fails; targets are held as p99."""
+    from planner.options import link_for
+
+    assert svc.model is not None
     if rep.precision not in svc.precisions:
-        return 0.0, "precision not allowed"
+        return None, "precision not allowed"
     gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
     q = InferenceQuery(
         model=shape_of(svc.model, catalog),
         gpu=gpu,
         gpus=rep.gpus_per_replica,
         precision=rep.precision,
-        input_tokens=bucket.input_tokens,
-        output_tokens=bucket.output_tokens,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         link=link_for(chassis, gpu, rep.gpus_per_replica),
-        tpot_ms=svc.tpot_ms,
-        ttft_ms=svc.ttft_ms,
+        **batch,
     )
     eff = catalog.efficiency
     est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
     if not est.fits:
-        return 0.0, f"does not fit: {est.reason}"
+        return None, f"does not fit: {est.reason}"
     if est.tpot_p99_ms > svc.tpot_ms + 1e-6 or est.ttft_p99_ms > svc.ttft_ms + 1e-6:
-        return 0.0, f"misses latency (p99 TTFT {est.ttft_p99_ms:.0f} ms, TPOT {est.tpot_p99_ms:.1f} ms)"
-    return est.planning_requests_per_s, ""
+        return None, f"misses latency (p99 TTFT {est.ttft_p99_ms:.0f} ms, TPOT {est.tpot_p99_ms:.1f} ms)"
+    return est, ""
 
 
 def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> str:
-    """Recompute the replica with the performance model; targets are held as p99."""
-    from planner.options import link_for
-
-    gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    """Recompute the replica at the service's mean sizes and the batch the plan claims."""
     if svc.model is None:
         return "a generic service has only measured replicas"
-    if rep.precision not in svc.precisions:
-        return "precision not allowed"
-    q = InferenceQuery(
-        model=shape_of(svc.model, catalog),
-        gpu=gpu,
-        gpus=rep.gpus_per_replica,
-        precision=rep.precision,
-        input_tokens=svc.input_tokens,
-        output_tokens=svc.output_tokens,
-        link=link_for(chassis, gpu, rep.gpus_per_replica),
-        concurrency=rep.batch,
-    )
-    eff = catalog.efficiency
-    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
-    if not est.fits:
-        return f"does not fit: {est.reason}"
-    if est.tpot_p99_ms > svc.tpot_ms + 1e-6 or est.ttft_p99_ms > svc.ttft_ms + 1e-6:
-        return f"misses latency (p99 TTFT {est.ttft_p99_ms:.0f} ms, TPOT {est.tpot_p99_ms:.1f} ms)"
+    est, why = _recompute(svc, rep, catalog, svc.input_tokens, svc.output_tokens, concurrency=rep.batch)
+    if est is None:
+        return why
     if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
         return f"claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}"
     return ""

@@ -54,27 +54,32 @@ _HINTS = (
 
 def load_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
     """Load a YAML file; return the data and a map from key path to 1-based line."""
+    return loads_yaml(read_input_text(path, "a YAML file"), str(path))
+
+
+def read_input_text(path: Path, expected: str, max_bytes: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
+    """A user's input file as text, or one InputError naming the file (missing, a directory,
+    unreadable, too large, not UTF-8 with the line of the first bad byte)."""
     name = str(path)
     try:
         if path.is_dir():
-            raise InputError("is a directory, expected a YAML file", file=name)
+            raise InputError(f"is a directory, expected {expected}", file=name)
         # Read at most one byte past the limit: st_size is 0 for /dev/zero or a pipe, which never end.
         with path.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+            raw = fh.read(max_bytes + 1)
     except FileNotFoundError:
         raise InputError("file not found", file=name) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", file=name) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"file is larger than the limit of {MAX_FILE_BYTES:,} bytes", file=name)
+    if len(raw) > max_bytes:
+        raise InputError(f"file is larger than the limit of {max_bytes:,} bytes", file=name)
     try:
-        text = raw.decode("utf-8")
+        return raw.decode(encoding)
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(
             f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=name, line=line, hint="save the file as UTF-8"
         ) from None
-    return loads_yaml(text, name)
 
 
 def loads_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[Path_, int]]:
