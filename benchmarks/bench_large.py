@@ -82,9 +82,9 @@ def main() -> None:
     t_start = time.perf_counter()
     import yaml
 
+    from planner.io.problem_io import load_problem, loads_problem
     from planner.optimize.model import build
     from planner.pipeline import plan_context, prepare
-    from planner.problem_io import load_problem, loads_problem
 
     t_import = time.perf_counter() - t_start
     if args.problem:

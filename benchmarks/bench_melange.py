@@ -5,7 +5,7 @@
     python benchmarks/bench_melange.py --no-planner          # the direct model only
 
 Each row is one random instance (seeded, so reproducible): 4 GPU types, an n x n
-workload_distribution, 40-200 requests/s. (a) `planner.melange.solve_direct`, Mélange's model
+workload_distribution, 40-200 requests/s. (a) `planner.io.melange.solve_direct`, Mélange's model
 as a small CP-SAT program; (b) the instance written as a Mélange JSON config, converted with
 `planner import-melange` and solved by `planner solve PATH --json -` in a fresh process. A
 failure of (b) (the planner does not read the mix yet, rejects the plan, times out) is shown
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from planner.melange import MelangeGpu, MelangeInstance, import_config, solve_direct
+from planner.io.melange import MelangeGpu, MelangeInstance, import_config, solve_direct
 from planner.report.files import write_all
 
 HOURS_PER_YEAR = 8760.0

@@ -56,7 +56,7 @@ import planner.cli
 t1 = time.perf_counter()
 import planner.pipeline, planner.report.terminal
 t2 = time.perf_counter()
-from planner.problem_io import load_problem
+from planner.io.problem_io import load_problem
 from planner.pipeline import prepare, plan_context
 from planner.optimize.model import build
 from planner.optimize.solve import solve

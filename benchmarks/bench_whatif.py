@@ -13,8 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from planner.problem_io import load_problem
-from planner.scenarios import run_grid
+from planner.io.problem_io import load_problem
+from planner.whatif.scenarios import run_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 

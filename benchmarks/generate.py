@@ -170,8 +170,8 @@ def generate(seed: int = 7, services: int = 40, jobs: int = 15) -> dict[str, Any
 
 def _make_feasible(problem: dict[str, Any]) -> None:
     """Loosen, deterministically, what the planner's options say cannot be met."""
-    from planner.pipeline import prepare
-    from planner.problem_io import parse_problem
+    from planner.context import prepare
+    from planner.io.problem_io import parse_problem
 
     for _ in range(8):
         ctx = prepare(parse_problem(problem, {}, "<generated>"))

@@ -89,8 +89,10 @@ def solve(
     ] = None,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
-    from planner.pipeline import kept_hardware, plan_context, prepare
-    from planner.problem_io import load_problem
+    from planner.context import prepare
+    from planner.io.kept_plan import kept_hardware
+    from planner.io.problem_io import load_problem
+    from planner.pipeline import plan_context
     from planner.report.files import check_writable, write_all
     from planner.report.tables import plan_json, purchase_csv
     from planner.report.terminal import print_infeasible, print_plan
@@ -109,7 +111,7 @@ def solve(
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
     plan = plan_context(ctx, time_limit)
     if plan.status != "infeasible" and (explain_plan or why_not):
-        from planner.explain import explain
+        from planner.explain.marginal import explain
 
         with err.status("measuring what each limit is worth (solving again)"):
             explain(ctx, plan, time_limit, why_not)
@@ -162,7 +164,7 @@ def _finance_outputs(
 def validate(problem: ProblemArg) -> None:
     """Check a problem file: schema, names, references. Exit 0 or 2."""
     from planner.catalog import load_catalog
-    from planner.problem_io import check_references, load_problem
+    from planner.io.problem_io import check_references, load_problem
 
     loaded = load_problem(problem)
     check_references(loaded, load_catalog())
@@ -197,8 +199,8 @@ def options(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Per workload, every GPU option: feasible with its figures, or why not."""
-    from planner.pipeline import prepare
-    from planner.problem_io import load_problem
+    from planner.context import prepare
+    from planner.io.problem_io import load_problem
     from planner.report.options_view import options_json, print_options
 
     ctx = prepare(load_problem(problem))
@@ -229,10 +231,11 @@ def whatif(
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --executor ray)")] = None,
 ) -> None:
     """Solve a grid of variants of a problem: one row per combination of the swept values."""
-    from planner.problem_io import load_problem
+    from planner.io.overrides import grid, parse_set
+    from planner.io.problem_io import load_problem
     from planner.report.files import check_writable, write_all
     from planner.report.grid_view import print_rows, rows_csv
-    from planner.scenarios import grid, parse_set, run_grid
+    from planner.whatif.scenarios import run_grid
 
     check_writable([p for p in (csv_path, xlsx_path, chart_path) if p])
     if not sets and not scenarios:
@@ -284,10 +287,10 @@ def _run_scenarios(
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
-    from planner.montecarlo import load_scenarios, run_scenarios
-    from planner.problem_io import load_problem
+    from planner.io.problem_io import load_problem
     from planner.report.files import write_all
     from planner.report.grid_view import print_rows, rows_csv
+    from planner.whatif.montecarlo import load_scenarios, run_scenarios
 
     spec = load_scenarios(str(scenarios))
     loaded = load_problem(problem)
@@ -311,11 +314,11 @@ def compare(
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
 ) -> None:
     """Plans side by side: mix, capex, opex per year, TCO, power, racks, binding limits."""
+    from planner.io.problem_io import load_problem
     from planner.pipeline import plan_problem
-    from planner.problem_io import load_problem
     from planner.report.files import check_writable, write_all
     from planner.report.grid_view import print_rows, rows_csv
-    from planner.scenarios import plan_summary
+    from planner.whatif.scenarios import plan_summary
 
     if csv_path:
         check_writable([csv_path])
@@ -324,7 +327,7 @@ def compare(
     for path, lp in zip(problems, loaded, strict=True):
         rows.append({"problem": str(path), **plan_summary(plan_problem(lp, time_limit))})
     print_rows(rows, out, "comparison")
-    from planner.scenarios import differences
+    from planner.whatif.scenarios import differences
 
     for line in differences(rows):
         out.print(line, markup=False)
@@ -342,7 +345,7 @@ def calibrate(
     markdown: Annotated[Path | None, typer.Option("--markdown", help="write the report as Markdown tables")] = None,
 ) -> None:
     """The performance model against published measurements: median and worst ratio per family."""
-    from planner.calibrate import print_report, report_json, report_markdown, run_calibration
+    from planner.perf.calibration import print_report, report_json, report_markdown, run_calibration
     from planner.report.files import check_writable, write_all
 
     if markdown:
@@ -375,8 +378,8 @@ def import_melange(
     name: Annotated[str | None, typer.Option("--name", help="problem name (default: melange-<config name>)")] = None,
 ) -> None:
     """Convert a Mélange config (GPU costs, throughputs per request-size bucket) into a rent-only problem."""
-    from planner.melange import import_config, parse_gpu_map, parse_sizes
-    from planner.problem_io import loads_problem
+    from planner.io.melange import import_config, parse_gpu_map, parse_sizes
+    from planner.io.problem_io import loads_problem
     from planner.report.files import check_writable, write_all
 
     check_writable([output])
@@ -419,7 +422,7 @@ def estimate_inference_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Throughput and latency of one replica."""
-    from planner.estimate import run_inference_estimate
+    from planner.perf.estimate import run_inference_estimate
 
     result = run_inference_estimate(
         gpu=gpu,
@@ -453,7 +456,7 @@ def estimate_training_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Memory, time and MFU of one training job."""
-    from planner.estimate import run_training_estimate
+    from planner.perf.estimate import run_training_estimate
 
     result = run_training_estimate(
         gpu=gpu,

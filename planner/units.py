@@ -1,4 +1,5 @@
-"""Integer scales for CP-SAT (it takes integer coefficients only). One place, stated once."""
+"""Units in one place: the integer scales CP-SAT needs (it takes integer coefficients only),
+and the conversions between the problem's units (kW, days, requests/s) and the model's."""
 
 from __future__ import annotations
 
@@ -35,3 +36,33 @@ def days_up(x: float) -> int:
 
 def days_down(x: float) -> int:
     return math.floor(x * TIME_PER_DAY + 1e-9)
+
+
+W_PER_KW = 1000.0
+
+
+def kw(watts: float) -> float:
+    return watts / W_PER_KW
+
+
+def w(kilowatts: float) -> float:
+    return kilowatts * W_PER_KW
+
+
+def facility_kw(it_watts: float, pue: float) -> float:
+    """Facility power: IT power times the power usage effectiveness."""
+    return kw(it_watts) * pue
+
+
+def pue_milli(pue: float) -> int:
+    return round(pue * PUE_SCALE)
+
+
+def site_power_limit(power_kw: float) -> int:
+    """A site's kW in the model's units: IT watts x PUE thousandths, exact in integers."""
+    return math.floor(w(power_kw) * PUE_SCALE)
+
+
+def site_power_kw(limit: int) -> float:
+    """Back from model units to kW (rounded up to the watt: the least that suffices)."""
+    return math.ceil(limit / PUE_SCALE) / W_PER_KW

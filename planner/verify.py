@@ -286,7 +286,7 @@ def _recompute(  # type: ignore[no-untyped-def]
 ) -> tuple[InferenceEstimate | None, str]:
     """The replica recomputed with the performance model on requests of one size (``batch``:
     a fixed concurrency, or the targets to find it), or why it fails; targets are held as p99."""
-    from planner.options import link_for
+    from planner.perf.links import link_for
 
     assert svc.model is not None
     if rep.precision not in svc.precisions:

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from planner.catalog import Catalog, load_catalog
+from planner.io.problem_io import loads_problem
 from planner.pipeline import plan_problem
-from planner.problem_io import loads_problem
 from planner.schema.plan import Plan
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.calibrate import (
+from planner.catalog import load_catalog
+from planner.cli import app
+from planner.perf.calibration import (
     OPENORCA_INPUT_TOKENS,
     bundled_csv_text,
     evaluate_row,
@@ -18,11 +20,9 @@ from planner.calibrate import (
     report_markdown,
     run_calibration,
 )
-from planner.calibrate import parse_measurements as _parse_text
-from planner.catalog import load_catalog
-from planner.cli import app
-from planner.options import link_for
+from planner.perf.calibration import parse_measurements as _parse_text
 from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "calibration.md"
@@ -210,7 +210,7 @@ TARGETS = {
 
 @pytest.mark.parametrize(("family", "limit"), TARGETS.items())
 def test_median_error_within_target(report, family, limit):
-    from planner.calibrate import family_summaries
+    from planner.perf.calibration import family_summaries
 
     summary = next(s for s in family_summaries(report) if s.group == family)
     assert summary.count >= 10
@@ -220,7 +220,7 @@ def test_median_error_within_target(report, family, limit):
 
 def test_no_scenario_is_off_by_half(report):
     """Family medians can hide two opposite errors; every benchmark scenario stays within x1.5."""
-    from planner.calibrate import scenario_summaries
+    from planner.perf.calibration import scenario_summaries
 
     for s in scenario_summaries(report):
         assert 1 / 1.5 <= s.median_ratio <= 1.5, f"{s.group}: median ratio {s.median_ratio:.2f}"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from planner.io.problem_io import load_problem, loads_problem
 from planner.pipeline import plan_problem
-from planner.problem_io import load_problem, loads_problem
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 INFEASIBLE = {"infeasible-budget.yaml"}

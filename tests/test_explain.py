@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from planner.catalog import load_catalog
-from planner.explain import explain
+from planner.explain.marginal import explain
+from planner.io.overrides import variant
+from planner.io.problem_io import loads_problem
 from planner.pipeline import plan_context, plan_problem, prepare
-from planner.problem_io import loads_problem
-from planner.scenarios import variant
 
 KEEP = ["H100-SXM", "L40S", "L4", "A10", "RTX-6000-Ada", "Jetson-AGX-Orin"]
 

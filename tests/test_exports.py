@@ -10,8 +10,8 @@ from openpyxl import load_workbook
 from typer.testing import CliRunner
 
 from planner.cli import app
+from planner.io.problem_io import load_problem
 from planner.pipeline import plan_problem
-from planner.problem_io import load_problem
 from planner.report.charts import cash_flow_png, sweep_png, tco_breakdown_png
 from planner.report.html_report import plan_html
 from planner.report.xlsx import plan_xlsx

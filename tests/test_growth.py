@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.catalog import load_catalog
-from planner.problem_io import loads_problem
+from planner.io.problem_io import loads_problem
 from planner.verify import verify
 from tests.conftest import solve_text
 

@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.melange import (
+from planner.io.melange import (
     MelangeGpu,
     MelangeInstance,
     parse_config,

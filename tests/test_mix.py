@@ -7,8 +7,8 @@ import json
 import pytest
 
 from planner.catalog import load_catalog
-from planner.mix import bucket_requests
-from planner.problem_io import load_problem, loads_problem
+from planner.io.problem_io import load_problem, loads_problem
+from planner.io.requests_csv import bucket_requests
 from planner.report.tables import plan_json
 from planner.verify import verify
 from tests.conftest import solve_text

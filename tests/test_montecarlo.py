@@ -7,8 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.montecarlo import ScenarioFile, run_scenarios
-from planner.problem_io import load_problem
+from planner.io.problem_io import load_problem
+from planner.whatif.montecarlo import ScenarioFile, run_scenarios
 
 STARTUP = Path(__file__).resolve().parents[1] / "problems" / "startup.yaml"
 SPEC = {

@@ -15,13 +15,13 @@ from collections import defaultdict
 
 import pytest
 
+from planner import units as u
 from planner.bom import network_for, per_rack, pool_spec
 from planner.catalog import load_catalog
 from planner.finance import LineItem, Rates, summarize
-from planner.optimize import units as u
-from planner.options import pool_limit
+from planner.io.problem_io import loads_problem
+from planner.options.pools import pool_limit
 from planner.pipeline import Context, plan_context, prepare
-from planner.problem_io import loads_problem
 
 GPUS = ["L4", "L40S", "A10", "H100-PCIe", "RTX-4090", "A100-PCIe-80GB", "T4", "H100-SXM", "MI300X"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.options import link_for
 from planner.perf.inference import InferenceQuery, Link, estimate_inference
+from planner.perf.links import link_for
 from planner.perf.shapes import inline_shape, shape_of
 from planner.schema.problem import InlineModel
 

@@ -66,7 +66,7 @@ def test_a_quoted_rent_wins_over_the_catalog():
 
 def test_break_even_utilisation_balances_owning_and_renting():
     plan = solve_text(_text(rent="none"))
-    rates = Rates.of(__import__("planner.problem_io", fromlist=["x"]).loads_problem(_text(rent="none")).problem)
+    rates = Rates.of(__import__("planner.io.problem_io", fromlist=["x"]).loads_problem(_text(rent="none")).problem)
     assert plan.rent_vs_buy
     for row in plan.rent_vs_buy.values():
         u = row["break_even_utilization_on_demand"]

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.errors import InputError
-from planner.problem_io import load_problem
-from planner.scenarios import apply_override, grid, parse_set, run_grid
+from planner.io.overrides import apply_override, grid, parse_set
+from planner.io.problem_io import load_problem
+from planner.whatif.scenarios import run_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP = ROOT / "problems" / "startup.yaml"
@@ -95,7 +96,7 @@ def test_unknown_executor_is_an_input_error():
 
 
 def test_compare_says_what_differs():
-    from planner.scenarios import differences
+    from planner.whatif.scenarios import differences
 
     rows = [
         {"problem": "a", "status": "optimal", "gpus": "8x H100-SXM", "binding": "budget", "tco_usd": 100.0},

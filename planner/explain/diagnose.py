@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from planner.optimize import units as u
+from planner import units as u
 from planner.optimize.model import build
 from planner.optimize.solve import solve
 from planner.schema.plan import Diagnosis, FixRow
 
 if TYPE_CHECKING:
-    from planner.options import WorkloadOptions
-    from planner.pipeline import Context
+    from planner.context import Context
+    from planner.options.types import WorkloadOptions
 
 
 def no_option_diagnosis(ctx: Context, empty: list[WorkloadOptions]) -> Diagnosis:
@@ -71,7 +71,7 @@ def _required(name: str, current: float, slack: int) -> float:
 def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
     from dataclasses import replace
 
-    from planner.options import build_options
+    from planner.options.build import build_options
 
     # With slower training sizes, a relaxed deadline can actually be used.
     ctx = replace(ctx, workloads=build_options(ctx.problem, ctx.catalog, slower=True))

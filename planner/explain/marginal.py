@@ -18,10 +18,11 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from planner.assemble import assemble_plan
+from planner.context import Context, prepare
 from planner.errors import InputError, PlannerError
 from planner.optimize.model import Built, build
 from planner.optimize.solve import solve
-from planner.pipeline import Context, assemble_plan, prepare
 from planner.schema.plan import BudgetStep, Explanations, Plan, RunnerUp, WhyNotRow
 
 # Plans whose TCO differs by less than this are the same for a reader (unit costs
@@ -59,7 +60,7 @@ def solve_context(ctx: Context, time_limit_s: float | None, extra: Any = None) -
 
 def variant_context(ctx: Context, path: str, value: Any) -> Context:
     """The context with one problem value moved; options are rebuilt only when they can change."""
-    from planner.scenarios import variant
+    from planner.io.overrides import variant
 
     assert ctx.loaded is not None
     loaded = variant(ctx.loaded, {path: value})
@@ -87,7 +88,7 @@ def marginal_values(ctx: Context, plan: Plan, time_limit_s: float | None = None,
     """Loosen each limit by its step and solve again; the re-solves run in worker processes."""
     import os
 
-    from planner.executors import map_ordered
+    from planner.whatif.executors import map_ordered
 
     rows, jobs = [], []
     for row in plan.constraints:

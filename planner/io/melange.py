@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import InputError
-from planner.yaml_io import read_input_text
+from planner.io.yaml_io import read_input_text
 
 MAX_FILE_BYTES = 20_000_000
 SHARE_TOLERANCE = 1e-3  # as the problem schema: mix shares must sum to 1 within this

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ValidationError
 
 from planner.catalog import Catalog, suggest
 from planner.errors import InputError
-from planner.mix import bucket_requests, read_requests_csv
+from planner.io.requests_csv import bucket_requests, read_requests_csv
+from planner.io.yaml_io import Path_, dotted_path, line_of, load_yaml, loads_yaml
 from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
-from planner.yaml_io import Path_, dotted_path, line_of, load_yaml, loads_yaml
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from planner import units as u
 from planner.bom import PoolKey, PoolSpec, max_ports, per_rack, pool_spec
 from planner.catalog import Catalog
 from planner.finance import Rates
-from planner.optimize import units as u
-from planner.options import InferenceOption, TrainingOption, WorkloadOptions
+from planner.options.types import InferenceOption, TrainingOption, WorkloadOptions
 from planner.pricing import server_price_usd
 from planner.schema.catalog import Fabric
 from planner.schema.problem import InferenceService, Problem
@@ -111,7 +111,7 @@ def _slack(b: Built, name: str, relax: Collection[str], ub: int) -> cp_model.Lin
 def _pools(
     b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], relax: Collection[str]
 ) -> None:
-    from planner.options import pool_limit
+    from planner.options.pools import pool_limit
 
     owned = [o for w in workloads for o in [*w.training, *w.inference] if o.rent_usd_per_gpu_hour is None]
     keys = sorted({o.pool for o in owned} | set(b.kept)) if problem.finance.buy or b.kept else []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from planner import units as u
 from planner.bom import network_for
 from planner.catalog import Catalog
 from planner.finance import LineItem
-from planner.optimize import units as u
 from planner.optimize.model import Built
 from planner.optimize.solve import Solved
 from planner.pricing import decline_per_year, server_price_usd
@@ -16,7 +16,7 @@ from planner.schema.problem import Problem
 
 
 @dataclass
-class Readback:
+class ReadBack:
     servers: list[ServerRow]
     training: list[TrainingRow]
     inference: list[InferenceRow]
@@ -28,7 +28,7 @@ class Readback:
     max_rack_units: int
 
 
-def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readback:
+def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBack:
     servers, items = [], []
     racks = rack_units = 0
     max_rack_w, max_rack_u = 0.0, 0
@@ -177,7 +177,7 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> Readba
         items.append(replace(last, quantity=last.quantity - owned_racks))
         items.append(replace(last, quantity=owned_racks, notes="already owned (--keep)", sunk=True))
         items = [li for li in items if li.quantity]
-    return Readback(
+    return ReadBack(
         servers=servers,
         training=_training(b, s, problem),
         inference=_inference(b, s, problem),

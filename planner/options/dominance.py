@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from planner.bom import PoolKey, per_rack, pool_spec
 from planner.catalog import Catalog
 from planner.finance import Rates
-from planner.options import TrainingOption
+from planner.options.types import TrainingOption
 from planner.schema.problem import Problem
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from planner.catalog import Catalog, load_catalog, suggest
 from planner.errors import InputError
-from planner.options import link_for
 from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.links import link_for
 from planner.perf.precision import BYTES
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingQuery, estimate_training

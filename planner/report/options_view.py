@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from planner.pipeline import Context
+    from planner.context import Context
 
 
 def options_json(ctx: Context) -> dict[str, Any]:

@@ -26,9 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import InputError
-from planner.problem_io import LoadedProblem, dotted
-from planner.scenarios import variant
-from planner.yaml_io import line_of, load_yaml
+from planner.io.overrides import variant
+from planner.io.problem_io import LoadedProblem, dotted
+from planner.io.yaml_io import line_of, load_yaml
 
 
 class _Strict(BaseModel):
@@ -112,8 +112,8 @@ def fixed_hardware_tco(
     time_limit_s: float | None = None,
 ) -> float | None:
     """TCO of the problem under ``overrides`` with exactly these servers bought (None: infeasible)."""
-    from planner.explain import solve_context
-    from planner.pipeline import prepare
+    from planner.context import prepare
+    from planner.explain.marginal import solve_context
 
     ctx = prepare(variant(base, overrides))
 
@@ -141,7 +141,7 @@ def run_scenarios(
     """Rows per scenario, and (with monte_carlo) TCO percentiles per candidate plan."""
     from planner.errors import PlannerError
     from planner.pipeline import plan_problem
-    from planner.scenarios import plan_summary
+    from planner.whatif.scenarios import plan_summary
 
     rows: list[dict[str, Any]] = []
     candidates: dict[str, dict[tuple[str, str, str], int]] = {}
@@ -165,7 +165,7 @@ def run_scenarios(
     rng = random.Random(mc.seed)
     draws = [{path: round(d.draw(rng), 6) for path, d in mc.draws.items()} for _ in range(mc.samples)]
     jobs = [(base, draw, hw, time_limit_s) for hw in candidates.values() for draw in draws]
-    from planner.executors import map_ordered
+    from planner.whatif.executors import map_ordered
 
     results: list[float | None] = map_ordered(_evaluate, jobs, workers, executor, address, progress)
     summary = []

@@ -1,93 +1,13 @@
-"""What-if variants: dotted-path overrides of a problem, and grids of them.
-
-Paths are the ones the plan's constraints report: ``finance.budget_usd``,
-``site.power_kw``, ``catalog.prices_usd.H100-SXM``, and list items by their
-name: ``training.pretrain-3b.deadline_days``, ``inference.chat.requests_per_s``.
-"""
+"""What-if grids: every variant of a problem solved (in worker processes), one summary row
+each, and what differs between two plans. The overrides themselves: ``planner.io.overrides``."""
 
 from __future__ import annotations
 
-import copy
-import itertools
 from typing import Any
 
 from planner.errors import InputError
-from planner.problem_io import LoadedProblem, parse_problem
-
-LISTS = ("training", "inference")
-
-
-def parse_value(text: str) -> Any:
-    """A command-line value as YAML would read it: numbers, booleans, null, lists, text."""
-    from planner.yaml_io import loads_yaml
-
-    try:
-        value, _ = loads_yaml(f"v: {text}", "--set")
-    except InputError:
-        return text
-    return value["v"]
-
-
-def parse_set(option: str) -> tuple[str, list[Any]]:
-    """``PATH=V1,V2`` -> (PATH, [V1, V2])."""
-    if "=" not in option:
-        raise InputError(f"expected PATH=V1,V2,..., got {option!r}", key="--set")
-    path, _, values = option.partition("=")
-    items = [v.strip() for v in values.split(",") if v.strip()]
-    if not path.strip() or not items:
-        raise InputError(f"expected PATH=V1,V2,..., got {option!r}", key="--set")
-    return path.strip(), [parse_value(v) for v in items]
-
-
-def apply_override(data: dict[str, Any], path: str, value: Any) -> None:
-    """Set ``path`` in the raw problem mapping (in place)."""
-    parts = path.split(".")
-    node: Any = data
-    for i, part in enumerate(parts[:-1]):
-        if isinstance(node, dict) and part in LISTS and i == 0:
-            items = node.get(part) or []
-            name = parts[i + 1] if i + 1 < len(parts) else ""
-            # item names may contain dots: match the longest name that fits the path
-            match = _named_item(items, parts[i + 1 :])
-            if match is None:
-                names = [str(x.get("name")) for x in items if isinstance(x, dict)]
-                raise InputError(f"no {part} item named {name!r} (have: {', '.join(names)})", key=path)
-            item, used = match
-            rest = parts[i + 1 + used :]
-            if not rest:
-                raise InputError("a path must end at a key of the item", key=path)
-            apply_override(item, ".".join(rest), value)
-            return
-        if isinstance(node, dict):
-            node = node.setdefault(part, {})
-        else:
-            raise InputError(f"{'.'.join(parts[: i + 1])} is not a mapping", key=path)
-    if not isinstance(node, dict):
-        raise InputError(f"{'.'.join(parts[:-1])} is not a mapping", key=path)
-    node[parts[-1]] = value
-
-
-def _named_item(items: list[Any], parts: list[str]) -> tuple[dict[str, Any], int] | None:
-    for used in range(len(parts) - 1, 0, -1):
-        name = ".".join(parts[:used]).lower()
-        for item in items:
-            if isinstance(item, dict) and str(item.get("name", "")).lower() == name:
-                return item, used
-    return None
-
-
-def variant(base: LoadedProblem, overrides: dict[str, Any]) -> LoadedProblem:
-    data = copy.deepcopy(base.raw)
-    for path, value in overrides.items():
-        apply_override(data, path, value)
-    label = ", ".join(f"{k}={v}" for k, v in overrides.items())
-    return parse_problem(data, base.lines, f"{base.file} [{label}]")
-
-
-def grid(sets: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
-    """Every combination of the swept values, in the order given."""
-    paths = [p for p, _ in sets]
-    return [dict(zip(paths, combo, strict=True)) for combo in itertools.product(*[v for _, v in sets])]
+from planner.io.overrides import grid, variant
+from planner.io.problem_io import LoadedProblem
 
 
 def plan_summary(plan: Any) -> dict[str, Any]:
@@ -142,7 +62,7 @@ def run_grid(
     Each solve is deterministic on its own and rows come back in grid order, so the
     table is the same whatever ran it.
     """
-    from planner.executors import map_ordered
+    from planner.whatif.executors import map_ordered
 
     jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
     return map_ordered(_solve_in_worker, jobs, workers, executor, address, progress)

@@ -1,0 +1,34 @@
+"""Everything derived from a problem before the solver runs: the problem, the catalog
+it may buy from, and every workload's options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.bom import PoolKey
+from planner.catalog import Catalog, load_catalog
+from planner.io.problem_io import LoadedProblem, check_references
+from planner.options.build import build_options
+from planner.options.types import WorkloadOptions
+from planner.schema.problem import Problem
+
+
+@dataclass
+class Context:
+    """Everything derived from a problem before the solver runs."""
+
+    problem: Problem
+    catalog: Catalog
+    workloads: list[WorkloadOptions]
+    loaded: LoadedProblem | None = None  # the file as read, for what-if variants
+    kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned (solve --keep): (servers, racks)
+
+
+def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
+    base = base or load_catalog()
+    check_references(loaded, base)
+    p = loaded.problem
+    catalog = base.restricted(
+        p.catalog.exclude, p.policy.vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour
+    )
+    return Context(p, catalog, build_options(p, catalog), loaded)

@@ -1,0 +1,51 @@
+"""How many servers of one pool (chassis, GPU, fabric) a problem could ever buy."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from planner.bom import PoolKey, max_ports, per_rack, pool_spec
+from planner.catalog import Catalog
+from planner.pricing import server_price_usd
+from planner.schema.problem import Problem
+
+# Pools beyond these sizes are outside what the model describes (two-tier networks,
+# a single site): a cap, not a limit anyone would want to relax.
+MAX_SERVERS_PER_POOL = 100_000
+
+
+RELAXABLE_BOUNDS = ("budget", "site_power", "racks")
+
+
+def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collection[str] = ()) -> tuple[int, str]:
+    """An upper bound on servers in a pool, with the reason when it is 0.
+
+    Physical bounds (one server must fit a rack; stock) reject a pool outright.
+    The site's budget, power and racks also bound it, unless named in ``ignore``:
+    a diagnosis relaxes those limits and must not be cut off by them.
+    """
+    spec = pool_spec(catalog, key)
+    site = problem.site
+    fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+    if fit == 0:
+        return 0, (
+            f"one {key.server} server ({spec.rack_units}U, {spec.power_w / 1000:.1f} kW) does not fit "
+            f"a {site.rack_units}U / {site.rack_power_kw:g} kW rack"
+        )
+    fabric = catalog.fabrics[key.fabric]
+    bounds = [MAX_SERVERS_PER_POOL]
+    if spec.nics_per_server:
+        bounds.append(max_ports(fabric) // spec.nics_per_server)
+    stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
+    if key.gpu in stock:  # per year: a plan by year may buy it every year
+        bounds.append(stock[key.gpu] // spec.gpus_per_server * (problem.horizon_years if problem.yearly else 1))
+        if bounds[-1] == 0:
+            return 0, f"stock: only {stock[key.gpu]} x {key.gpu} available, a server holds {spec.gpus_per_server}"
+    if site.racks is not None and "racks" not in ignore:
+        bounds.append(site.racks * fit)
+    if site.power_kw is not None and "site_power" not in ignore:
+        bounds.append(int(site.power_kw * 1000 / problem.finance.pue // spec.power_w))
+    if problem.finance.budget_usd is not None and "budget" not in ignore:
+        cheapest = server_price_usd(spec, catalog, problem, problem.horizon_years - 1 if problem.yearly else 0)
+        bounds.append(int(problem.finance.budget_usd // cheapest))
+    return min(bounds), ""

@@ -1,0 +1,149 @@
+"""Training options: every deployment (GPU, chassis, fabric, size) that finishes a job in time."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+from planner.bom import PoolKey
+from planner.catalog import Catalog
+from planner.options.types import Rejection, TrainingOption, WorkloadOptions
+from planner.perf.links import link_for
+from planner.perf.shapes import shape_of
+from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
+from planner.schema.problem import Problem, TrainingJob
+
+
+def topological(jobs: list[TrainingJob]) -> list[TrainingJob]:
+    """Jobs after the jobs they wait on (the schema has already refused cycles)."""
+    done: dict[str, TrainingJob] = {}
+    pending = list(jobs)
+    while pending:
+        ready = [j for j in pending if all(d.lower() in done for d in j.after)]
+        for j in ready:
+            done[j.name.lower()] = j
+        pending = [j for j in pending if j.name.lower() not in done]
+    return list(done.values())
+
+
+def training_options(
+    job: TrainingJob,
+    problem: Problem,
+    catalog: Catalog,
+    limit,  # type: ignore[no-untyped-def]
+    has_dependents: bool,
+    slower: bool = False,
+    earliest_start: float | None = None,
+) -> WorkloadOptions:
+    shape = shape_of(job.model, catalog)
+    wo = WorkloadOptions(job.name, "training", shape)
+    start = job.release_day if earliest_start is None else earliest_start
+    window = job.deadline_days - start
+    eff = catalog.efficiency
+    for chassis in catalog.servers.values():
+        for gpu_id in chassis.gpus:
+            gpu = catalog.gpus[gpu_id]
+            for fabric in catalog.fabrics.values():
+                if fabric.kind != "none" and chassis.scaleout_nics == 0:
+                    continue
+                key = PoolKey(chassis.id, gpu_id, fabric.id)
+                cap, why = limit(key)
+                if cap == 0:
+                    wo.rejected.append(Rejection(gpu_id, chassis.id, why))
+                    continue
+                if fabric.kind == "none":
+                    sizes = gpu_counts(chassis.gpus_per_server, 1)
+                else:  # whole servers, 2..cap of them (a lazy range: caps can be large)
+                    sizes = range(
+                        2 * chassis.gpus_per_server, (cap + 1) * chassis.gpus_per_server, chassis.gpus_per_server
+                    )
+
+                def estimate(n: int, chassis=chassis, gpu=gpu, fabric=fabric) -> TrainingEstimate:  # type: ignore[no-untyped-def]
+                    q = TrainingQuery(
+                        model=shape,
+                        gpu=gpu,
+                        gpus=n,
+                        tokens=job.tokens,
+                        precision=job.precision,
+                        method=job.method,
+                        fabric=fabric,
+                        gpus_per_server=chassis.gpus_per_server,
+                        gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
+                        seq_len=job.seq_len,
+                        mfu=job.mfu,
+                    )
+                    return estimate_training(
+                        q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction
+                    )
+
+                chosen, reason = _smallest_in_time(sizes, estimate, window)
+                picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
+                limit_days = window
+                if slower:
+                    limit_days = problem.horizon_years * 365.0 - start
+                    picks = sorted(set(picks) | set(_slower_sizes(sizes, estimate, limit_days, chosen)))
+                if not picks:
+                    if sizes:
+                        wo.rejected.append(Rejection(gpu_id, chassis.id, f"{fabric.id}: {reason}"))
+                    continue
+                for n in picks:
+                    est = estimate(n)
+                    if est.fits and est.days <= limit_days:
+                        wo.training.append(TrainingOption(job.name, key, n, est))
+    return wo
+
+
+def _smallest_in_time(sizes: Sequence[int], estimate, window: float) -> tuple[int | None, str]:  # type: ignore[no-untyped-def]
+    """The smallest size that fits in memory and finishes within the window.
+
+    Larger jobs finish sooner (scaling losses are small per doubling), so the
+    search is a binary search over the sorted sizes.
+    """
+    if not sizes:
+        return None, "no job size available"
+    largest = estimate(sizes[-1])
+    if not largest.fits:
+        return None, largest.reason
+    if largest.days > window:
+        return None, f"{largest.days:.1f} days even on {sizes[-1]} GPUs > {window:g}-day window"
+    lo, hi = 0, len(sizes) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        e = estimate(sizes[mid])
+        if e.fits and e.days <= window:
+            hi = mid
+        else:
+            lo = mid + 1
+    return sizes[lo], ""
+
+
+def _slower_sizes(sizes: Sequence[int], estimate, longest_days: float, chosen: int | None) -> list[int]:  # type: ignore[no-untyped-def]
+    """Sizes from the smallest that finishes within the horizon up to the deadline's size.
+
+    Every size up to 16 servers' worth, then steps of about 10%: a deadline fix found
+    with them is exact to within one step of job size.
+    """
+    smallest, _ = _smallest_in_time(sizes, estimate, longest_days)
+    if smallest is None:
+        return []
+    top = chosen if chosen is not None else sizes[-1]
+    lo = bisect.bisect_left(sizes, smallest)
+    hi = bisect.bisect_right(sizes, top)
+    out: list[int] = []
+    i = lo
+    while i < hi:
+        out.append(sizes[i])
+        step = 1 if i - lo < 16 else max(1, (i - lo) // 10)
+        i += step
+    return out
+
+
+def _faster_sizes(chosen: int, sizes: Sequence[int]) -> list[int]:
+    """Larger sizes for jobs others wait on: finishing sooner gives successors time."""
+    out: list[int] = []
+    for factor in (1.5, 2.0, 4.0):
+        i = bisect.bisect_left(sizes, math.ceil(chosen * factor))
+        if i < len(sizes) and sizes[i] != chosen and sizes[i] not in out:
+            out.append(sizes[i])
+    return out

@@ -1,0 +1,93 @@
+"""Options: one way to deploy a workload (GPU, chassis, fabric, precision, parallelism)
+with its figures, and the reasons other ways were rejected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.bom import PoolKey
+from planner.perf.inference import InferenceEstimate
+from planner.perf.shapes import ModelShape
+from planner.perf.training import TrainingEstimate
+
+
+@dataclass(frozen=True)
+class InferenceOption:
+    service: str
+    pool: PoolKey
+    precision: str
+    gpus_per_replica: int
+    estimate: InferenceEstimate
+    measured: bool = False  # from the user's benchmark, not the model
+    rent_usd_per_gpu_hour: float | None = None  # set: rented from a cloud for the whole horizon
+    # a service with a request-size mix: this kind's figures per bucket (None: cannot meet its targets)
+    buckets: tuple[InferenceEstimate | None, ...] = ()
+
+    @property
+    def gpu(self) -> str:
+        return self.pool.gpu
+
+    @property
+    def rps_per_replica(self) -> float:
+        """Planning capacity: the replica's throughput at the headroom utilisation."""
+        return self.estimate.planning_requests_per_s
+
+    def bucket_rps(self, k: int) -> float:
+        """Planning capacity of a replica serving only bucket ``k`` of the mix (0: it cannot)."""
+        e = self.buckets[k]
+        return e.planning_requests_per_s if e is not None else 0.0
+
+    @property
+    def capacities(self) -> tuple[float, ...]:
+        return tuple(self.bucket_rps(k) for k in range(len(self.buckets))) or (self.rps_per_replica,)
+
+
+@dataclass(frozen=True)
+class TrainingOption:
+    job: str
+    pool: PoolKey
+    gpus: int
+    estimate: TrainingEstimate
+    rent_usd_per_gpu_hour: float | None = None  # set: rented from a cloud for the job's duration
+
+    @property
+    def gpu(self) -> str:
+        return self.pool.gpu
+
+    @property
+    def days(self) -> float:
+        return self.estimate.days
+
+
+@dataclass(frozen=True)
+class Rejection:
+    gpu: str
+    server: str
+    reason: str
+
+
+@dataclass
+class WorkloadOptions:
+    name: str
+    kind: str  # training | inference
+    shape: ModelShape | None  # None: a generic service planned from measurements
+
+    @property
+    def label(self) -> str:
+        return self.shape.name if self.shape else "generic"
+
+    inference: list[InferenceOption] = field(default_factory=list)
+    training: list[TrainingOption] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.inference or self.training)
+
+    def reasons_by_gpu(self) -> dict[str, list[str]]:
+        usable = {o.gpu for o in self.inference} | {o.gpu for o in self.training}
+        out: dict[str, list[str]] = {}
+        for r in self.rejected:
+            if r.gpu not in usable and r.reason not in out.setdefault(r.gpu, []):
+                out[r.gpu].append(r.reason)
+        return out
