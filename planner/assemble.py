@@ -3,11 +3,13 @@ assumptions it rests on. Everything here is a read-out; nothing changes the solu
 
 from __future__ import annotations
 
+from planner import units as u
 from planner.bom import PoolKey, pool_spec
 from planner.catalog import Catalog
-from planner.constraints import constraint_rows
 from planner.context import Context
 from planner.finance import Rates, summarize
+from planner.limits.measure import measure
+from planner.limits.table import constraint_rows
 from planner.optimize.model import Built
 from planner.optimize.readback import ReadBack, read_back
 from planner.optimize.solve import Solved
@@ -29,28 +31,10 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
         default=0.0,
     )
     gpus: dict[str, int] = {}
-    by_year: dict[tuple[str, int], int] = {}
     for row in rb.servers:
         gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
-        by_year[(row.gpu, row.year)] = by_year.get((row.gpu, row.year), 0) + row.count * row.gpus_per_server
-    step_usd = max((r.unit_price_usd for r in rb.servers), default=0.0)
-    step_kw = max((r.unit_power_w for r in rb.servers), default=0.0) / 1000 * p.finance.pue
     per_gpu = _attribute_costs(rb, p, catalog, rates)
-    constraints = constraint_rows(
-        p,
-        capex_usd=money.capex_usd,
-        facility_kw=it_w / 1000 * p.finance.pue,
-        racks=rb.racks,
-        max_rack_kw=rb.max_rack_power_w / 1000,
-        max_rack_units=rb.max_rack_units,
-        step_server_usd=step_usd,
-        step_server_kw=step_kw,
-        training=rb.training,
-        inference=rb.inference,
-        gpus_bought=gpus,
-        gpus_by_year=by_year,
-    )
-    return Plan(
+    plan = Plan(
         problem=p.name,
         status=solved.status,
         gap=solved.gap,
@@ -60,16 +44,17 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
         capex_usd=round(money.capex_usd, 2),
         opex_usd_per_year=round(money.opex_usd_per_year, 2),
         tco_breakdown_usd={k: round(v, 2) for k, v in money.breakdown_usd.items()},
-        it_power_kw=round(it_w / 1000, 3),
-        facility_power_kw=round(it_w / 1000 * p.finance.pue, 3),
+        it_power_kw=round(u.kw(it_w), 3),
+        facility_power_kw=round(u.facility_kw(it_w, p.finance.pue), 3),
         racks=rb.racks,
         rack_units=rb.rack_units,
+        max_rack_power_kw=round(u.kw(rb.max_rack_power_w), 3),
+        max_rack_units=rb.max_rack_units,
         gpus=dict(sorted(gpus.items())),
         servers=rb.servers,
         network=rb.network,
         training=rb.training,
         inference=rb.inference,
-        constraints=constraints,
         purchase=[
             PurchaseRow(
                 category=li.category,
@@ -89,6 +74,9 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
         assumptions=_assumptions(ctx, gpus),
         rent_vs_buy=_rent_vs_buy(per_gpu, catalog, rates),
     )
+    # the limits report reads the plan itself: it cannot say what the plan does not hold
+    plan.constraints = constraint_rows(p, catalog, measure(p, plan))
+    return plan
 
 
 def _rent_by_year(rb: ReadBack, rates: Rates) -> dict[int, float]:

@@ -10,11 +10,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from planner import units as u
 from planner.catalog import Catalog
+from planner.limits.base import Measured
+from planner.limits.measure import carried_rps
+from planner.limits.table import every_limit, row_limit
 from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
 from planner.perf.shapes import shape_of
-from planner.schema.plan import Plan, ReplicaRow
-from planner.schema.problem import InferenceService, Problem
+from planner.schema.plan import InferenceRow, Plan, ReplicaRow
+from planner.schema.problem import InferenceService, MixBucket, Problem
 
 TOL_USD = 1.0
 REL = 1e-6
@@ -24,12 +28,37 @@ def verify(problem: Problem, catalog: Catalog, plan: Plan) -> list[str]:
     if plan.status == "infeasible":
         return []
     errs: list[str] = []
-    _servers_and_money(problem, catalog, plan, errs)
+    m = Measured()  # the limits' quantities as recomputed here, never as the plan states them
+    _servers_and_money(problem, catalog, plan, errs, m)
     _gpu_usage(problem, catalog, plan, errs)
-    _training(problem, plan, errs)
-    _inference(problem, catalog, plan, errs)
+    _training(problem, plan, errs, m)
+    _inference(problem, catalog, plan, errs, m)
     _finance(plan, errs)
+    check_limits(problem, catalog, plan, m, errs)
     return errs
+
+
+# How far a reported `used` may stand from the recomputed one (the plan rounds to cents,
+# watts, thousandths of a millisecond and of a request/s).
+USED_TOL = {"usd": TOL_USD, "kw": 0.01, "days": 0.01, "rps": 1e-3, "ms p99": 1e-2}
+
+
+def check_limits(problem: Problem, catalog: Catalog, plan: Plan, m: Measured, errs: list[str]) -> None:
+    """Every named limit holds on the recomputed quantities, and the plan's limits report
+    states that very quantity (a report that contradicts its plan is a violation too)."""
+    rows = {c.name: c for c in plan.constraints}
+    for fam, lim in every_limit(problem, catalog):
+        used, limit = fam.used(m, lim), row_limit(fam, lim, m)
+        tol = USED_TOL.get(fam.unit, 1e-6)
+        over = used + tol < limit if fam.at_least else used > limit + tol
+        if over:
+            sense = "<" if fam.at_least else ">"
+            errs.append(f"{lim.name}: {used:,.3f} {fam.unit} {sense} {limit:,.3f} allowed")
+        row = rows.get(lim.name)
+        if row is None:
+            errs.append(f"{lim.name}: missing from the plan's limits report")
+        elif not math.isclose(row.used, used, rel_tol=REL, abs_tol=tol):
+            errs.append(f"{lim.name}: the limits report says {row.used:,.3f} {fam.unit}, the plan holds {used:,.3f}")
 
 
 def _close(a: float, b: float, tol: float = TOL_USD) -> bool:
@@ -46,7 +75,7 @@ def _life(problem: Problem, plan: Plan) -> int | None:
     return problem.finance.hardware_lifetime_years if by_year else None
 
 
-def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
+def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
     from planner.pricing import decline_per_year
 
     site, fin = problem.site, problem.finance
@@ -83,6 +112,10 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
                 f"{server}+{gpu_id}: {peak} servers need {math.ceil(peak / max(fit, 1))} racks, plan has {pool_racks}"
             )
         racks += pool_racks
+        m.max_rack_kw = max(m.max_rack_kw, u.kw(min(peak, fit) * power))
+        m.max_rack_units = max(m.max_rack_units, min(peak, fit) * chassis.rack_units)
+        m.server_price_usd = max([m.server_price_usd, *(r.unit_price_usd for r in rows)])
+        m.server_facility_kw = max(m.server_facility_kw, u.facility_kw(power, fin.pue))
         if gpu_id.lower() in {x.lower() for x in problem.catalog.exclude}:
             errs.append(f"{gpu_id} is excluded by the problem but bought")
     it_w = 0.0
@@ -96,38 +129,31 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
         spines_needed = 0 if p <= r else math.ceil(leaves_needed / 2)
         if net["leaves"] < leaves_needed or net["spines"] < spines_needed:
             errs.append(f"fabric {fabric.id}: {p} ports need {leaves_needed} leaves and {spines_needed} spines")
-        it_w += (net["leaves"] + net["spines"]) * fabric.switch_power_w
+        switches = net["leaves"] + net["spines"]
+        it_w += switches * fabric.switch_power_w
         racks += net["racks"]
+        fit = min(site.rack_units // fabric.switch_rack_units, int(u.w(site.rack_power_kw) // fabric.switch_power_w))
+        m.max_rack_kw = max(m.max_rack_kw, u.kw(min(switches, fit) * fabric.switch_power_w))
+        m.max_rack_units = max(m.max_rack_units, min(switches, fit) * fabric.switch_rack_units)
     it_w += max(server_w.values(), default=0.0)
     missing = {f for f, n in ports.items() if n} - {n["fabric"] for n in plan.network}
     if missing:
         errs.append(f"servers on fabrics {sorted(missing)} but no network bought")
-    if not _close(it_w / 1000, plan.it_power_kw, 0.01):
-        errs.append(f"IT power {plan.it_power_kw} kW != recomputed {it_w / 1000:.3f} kW")
-    if site.power_kw is not None and it_w / 1000 * fin.pue > site.power_kw + 1e-6:
-        errs.append(f"site power: {it_w / 1000 * fin.pue:.3f} kW facility > {site.power_kw} kW")
+    if not _close(u.kw(it_w), plan.it_power_kw, 0.01):
+        errs.append(f"IT power {plan.it_power_kw} kW != recomputed {u.kw(it_w):.3f} kW")
     if racks != plan.racks:
         errs.append(f"racks: plan says {plan.racks}, rows add to {racks}")
-    if site.racks is not None and racks > site.racks:
-        errs.append(f"racks: {racks} > {site.racks} available")
     total = sum(r.extended_price_usd for r in plan.purchase)
     for r in plan.purchase:
         if not _close(r.quantity * r.unit_price_usd, r.extended_price_usd):
             errs.append(f"purchase {r.sku}: {r.quantity} x {r.unit_price_usd} != {r.extended_price_usd}")
     if not _close(total, plan.capex_usd):
         errs.append(f"purchase list sums to {total}, capex is {plan.capex_usd}")
-    if fin.budget_usd is not None and plan.capex_usd > fin.budget_usd + TOL_USD:
-        errs.append(f"budget: capex {plan.capex_usd:,.0f} > {fin.budget_usd:,.0f}")
-    for gpu, units in problem.catalog.stock.items():  # per purchase year
-        for year in {r.year for r in plan.servers}:
-            bought = sum(
-                r.count * r.gpus_per_server for r in plan.servers if r.gpu.lower() == gpu.lower() and r.year == year
-            )
-            if bought > units:
-                errs.append(f"stock:{gpu}: {bought} bought in year {year} > {units} available")
-    k = problem.policy.max_gpu_types
-    if k is not None and len({r.gpu for r in plan.servers}) > k:
-        errs.append(f"policy: {len({r.gpu for r in plan.servers})} GPU types > {k}")
+    m.capex_usd, m.facility_kw, m.racks = total, u.facility_kw(it_w, fin.pue), racks
+    for r in plan.servers:  # stock is per purchase year
+        bought = sum(x.count * x.gpus_per_server for x in plan.servers if x.gpu == r.gpu and x.year == r.year)
+        m.gpus_in_busiest_year[r.gpu] = max(bought, m.gpus_in_busiest_year.get(r.gpu, 0))
+    m.gpu_types = len({r.gpu for r in plan.servers if r.count})
 
 
 def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
@@ -173,7 +199,7 @@ def _gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) 
                 errs.append(f"{'/'.join(key)}: year {k}: workloads need {peak} GPUs at once, plan has {have[key]}")
 
 
-def _training(problem: Problem, plan: Plan, errs: list[str]) -> None:
+def _training(problem: Problem, plan: Plan, errs: list[str], m: Measured) -> None:
     rows = {t.name: t for t in plan.training}
     for job in problem.training:
         t = rows.get(job.name)
@@ -184,64 +210,66 @@ def _training(problem: Problem, plan: Plan, errs: list[str]) -> None:
             errs.append(f"job {job.name} starts on day {t.start_day} before its release day {job.release_day}")
         if t.end_day < t.start_day + t.days - 0.01:
             errs.append(f"job {job.name}: end {t.end_day} is before start + duration")
-        if t.end_day > job.deadline_days + 1e-9:
-            errs.append(f"job {job.name} ends on day {t.end_day} after its deadline {job.deadline_days}")
+        m.job_end_day[job.name] = max(t.end_day, t.start_day + t.days)  # the deadline family checks it
         for dep in job.after:
             d = next((r for n, r in rows.items() if n.lower() == dep.lower()), None)
             if d and t.start_day + 1e-9 < d.end_day:
                 errs.append(f"job {job.name} starts before {d.name} ends")
 
 
-def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
+def _inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
+    """Each replica kind recomputed with the performance model (or the user's benchmark);
+    the demand each year's replicas carry and their p99 latencies go to the limit checks."""
     for svc in problem.inference:
         rows = [s for s in plan.inference if s.name == svc.name]
         if not rows:
             errs.append(f"service {svc.name} is not in the plan")
             continue
+        latencies: list[tuple[float, float]] = []
         for row in rows:
             need = (
                 svc.peak_requests_per_s(problem.horizon_years)
                 if row.year is None
                 else svc.requests_per_s_in_year(row.year)
             )
-            need *= 1 + svc.min_spare_share
+            if not math.isclose(row.required_rps, need, rel_tol=REL):
+                errs.append(f"service {svc.name}{_year(row)}: plans for {row.required_rps} rps, demand is {need:g}")
             if svc.mix is not None:
-                _check_mix(svc, row, need, catalog, errs)
-                continue
-            capacity = 0.0
-            largest = 0.0
-            for rep in row.replicas:
-                problem_with = (
+                latencies += _check_mix(svc, row, need * (1 + svc.min_spare_share), catalog, errs)
+            for rep in [] if svc.mix is not None else row.replicas:
+                why, p99 = (
                     _check_measured(svc, rep, catalog)
                     if rep.source == "measured"
                     else _check_modelled(svc, rep, catalog)
                 )
-                if problem_with:
-                    errs.append(
-                        f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {problem_with}"
-                    )
-                capacity += rep.count * rep.rps_per_replica
-                largest = max(largest, rep.rps_per_replica)
-            if capacity + 1e-6 < need + svc.spare_replicas * largest:
-                errs.append(
-                    f"service {svc.name}{_year(row)}: capacity {capacity:.3f} rps < {need:g} required"
-                    + (f" + {svc.spare_replicas} spare" if svc.spare_replicas else "")
-                )
+                if why:
+                    errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {why}")
+                latencies.append(p99)
+            carried = carried_rps(row, svc.min_spare_share, svc.mix is not None)
+            if svc.name not in m.carried_margin_rps or carried - need < m.carried_margin_rps[svc.name]:
+                m.carried_rps[svc.name], m.carried_margin_rps[svc.name] = carried, carried - need
+                m.required_rps[svc.name] = need
+        m.ttft_p99_ms[svc.name] = max((ttft for ttft, _ in latencies), default=0.0)
+        m.tpot_p99_ms[svc.name] = max((tpot for _, tpot in latencies), default=0.0)
 
 
-def _year(row) -> str:  # type: ignore[no-untyped-def]
+def _year(row: InferenceRow) -> str:
     return "" if row.year is None else f" (year {row.year})"
 
 
-def _check_mix(svc: InferenceService, row, need: float, catalog: Catalog, errs: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _check_mix(
+    svc: InferenceService, row: InferenceRow, need: float, catalog: Catalog, errs: list[str]
+) -> list[tuple[float, float]]:
     """Every bucket is fully routed, in whole slices, to kinds that meet its targets at its own
-    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares)."""
+    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares).
+    Returns the recomputed p99 (TTFT, TPOT) of every route."""
     assert svc.mix is not None
+    latencies: list[tuple[float, float]] = []
     busy = [0.0] * len(row.replicas)
     buckets = svc.mix.sized
     if [b.bucket for b in row.routing] != [b.label for b in buckets]:
         errs.append(f"service {svc.name}{_year(row)}: routing does not list the mix's buckets")
-        return
+        return latencies
     for bucket, route in zip(buckets, row.routing, strict=True):
         total = sum(r.share for r in route.routes)
         if abs(total - 1) > 1e-9:
@@ -251,41 +279,50 @@ def _check_mix(svc: InferenceService, row, need: float, catalog: Catalog, errs: 
             if abs(slices - round(slices)) > 1e-9:
                 errs.append(f"service {svc.name}: bucket {bucket.label}: share {r.share} is not whole slices")
             rep = row.replicas[r.replica]
-            rps, why = _bucket_capacity(svc, rep, bucket, catalog)
+            rps, why, p99 = _bucket_capacity(svc, rep, bucket, catalog)
             if why:
                 errs.append(f"service {svc.name}: bucket {bucket.label} on {rep.gpu} x{rep.gpus_per_replica}: {why}")
                 continue
+            latencies.append(p99)
             busy[r.replica] += need * bucket.share * r.share / rps
     for rep, load in zip(row.replicas, busy, strict=True):
         if load > rep.count + 1e-4:
             errs.append(f"service {svc.name}{_year(row)}: {rep.gpu} needs {load:.3f} replicas, plan has {rep.count}")
     if sum(r.count for r in row.replicas) + 1e-4 < sum(busy) + svc.spare_replicas:
         errs.append(f"service {svc.name}{_year(row)}: fewer than {svc.spare_replicas} spare replicas")
+    return latencies
 
 
-def _bucket_capacity(svc: InferenceService, rep: ReplicaRow, bucket, catalog: Catalog) -> tuple[float, str]:  # type: ignore[no-untyped-def]
-    """A replica kind's planning requests/s on one bucket, recomputed; or why it cannot serve it."""
+P99 = tuple[float, float]  # (TTFT, TPOT) at the p99, ms
 
+
+def _bucket_capacity(
+    svc: InferenceService, rep: ReplicaRow, bucket: MixBucket, catalog: Catalog
+) -> tuple[float, str, P99]:
+    """A replica kind's planning requests/s on one bucket and its p99 latencies, recomputed;
+    or why it cannot serve it."""
     for m in svc.measured:
         if (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
             rep.gpu,
             rep.precision,
             rep.gpus_per_replica,
         ) and (m.bucket or "").lower() == bucket.label.lower():
-            return m.requests_per_s, ""
+            return m.requests_per_s, "", (m.ttft_ms or 0.0, m.tpot_ms or 0.0)
     if svc.model is None:
-        return 0.0, "no measurement for this bucket"
+        return 0.0, "no measurement for this bucket", (0.0, 0.0)
     est, why = _recompute(
         svc, rep, catalog, bucket.input_tokens, bucket.output_tokens, tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms
     )
-    return (0.0, why) if est is None else (est.planning_requests_per_s, "")
+    if est is None:
+        return 0.0, why, (0.0, 0.0)
+    return est.planning_requests_per_s, "", (est.ttft_p99_ms, est.tpot_p99_ms)
 
 
 def _recompute(  # type: ignore[no-untyped-def]
     svc: InferenceService, rep: ReplicaRow, catalog: Catalog, input_tokens: int, output_tokens: int, **batch
 ) -> tuple[InferenceEstimate | None, str]:
     """The replica recomputed with the performance model on requests of one size (``batch``:
-    a fixed concurrency, or the targets to find it), or why it fails; targets are held as p99."""
+    a fixed concurrency, or the targets to find it), or why it does not fit."""
     from planner.perf.links import link_for
 
     assert svc.model is not None
@@ -306,24 +343,25 @@ def _recompute(  # type: ignore[no-untyped-def]
     est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
     if not est.fits:
         return None, f"does not fit: {est.reason}"
-    if est.tpot_p99_ms > svc.tpot_ms + 1e-6 or est.ttft_p99_ms > svc.ttft_ms + 1e-6:
-        return None, f"misses latency (p99 TTFT {est.ttft_p99_ms:.0f} ms, TPOT {est.tpot_p99_ms:.1f} ms)"
-    return est, ""
+    return est, ""  # its p99 latencies are held to the targets by the limit checks
 
 
-def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> str:
+def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
     """Recompute the replica at the service's mean sizes and the batch the plan claims."""
     if svc.model is None:
-        return "a generic service has only measured replicas"
+        return "a generic service has only measured replicas", (0.0, 0.0)
     est, why = _recompute(svc, rep, catalog, svc.input_tokens, svc.output_tokens, concurrency=rep.batch)
     if est is None:
-        return why
+        return why, (0.0, 0.0)
+    p99 = (est.ttft_p99_ms, est.tpot_p99_ms)
     if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
-        return f"claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}"
-    return ""
+        return f"claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}", p99
+    if abs(rep.ttft_ms - est.ttft_p99_ms) > 0.01 or abs(rep.tpot_ms - est.tpot_p99_ms) > 0.01:
+        return f"claims p99 TTFT/TPOT {rep.ttft_ms}/{rep.tpot_ms} ms, recomputed {p99[0]:.3f}/{p99[1]:.3f}", p99
+    return "", p99
 
 
-def _check_measured(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> str:
+def _check_measured(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
     """A measured replica can claim no more than the user's own benchmark."""
     for m in svc.measured:
         same = (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
@@ -332,10 +370,11 @@ def _check_measured(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) ->
             rep.gpus_per_replica,
         )
         if same:
+            p99 = (m.ttft_ms or 0.0, m.tpot_ms or 0.0)
             if rep.rps_per_replica > m.requests_per_s + 1e-6:
-                return f"claims {rep.rps_per_replica} rps > measured {m.requests_per_s}"
-            return ""
-    return "marked measured, but the problem has no such measurement"
+                return f"claims {rep.rps_per_replica} rps > measured {m.requests_per_s}", p99
+            return "", p99
+    return "marked measured, but the problem has no such measurement", (0.0, 0.0)
 
 
 def _finance(plan: Plan, errs: list[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.catalog import load_catalog
-from planner.explain.marginal import explain
+from planner.explain import explain
 from planner.io.overrides import variant
 from planner.io.problem_io import loads_problem
 from planner.pipeline import plan_context, plan_problem, prepare

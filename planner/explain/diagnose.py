@@ -6,10 +6,10 @@ answer "raise the budget to at least V" is exact in the model's integer units.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
-from planner import units as u
+from planner.limits.base import Family, Limit
+from planner.limits.table import every_limit
 from planner.optimize.model import build
 from planner.optimize.solve import solve
 from planner.schema.plan import Diagnosis, FixRow
@@ -36,36 +36,9 @@ def _closest(reasons: list[str]) -> str:
     return reasons[-1] + more
 
 
-def relaxable(ctx: Context) -> list[tuple[str, str, float | None]]:
-    p = ctx.problem
-    out: list[tuple[str, str, float | None]] = []
-    if p.finance.budget_usd is not None:
-        out.append(("budget", "finance.budget_usd", p.finance.budget_usd))
-    if p.site.power_kw is not None:
-        out.append(("site_power", "site.power_kw", p.site.power_kw))
-    if p.site.racks is not None:
-        out.append(("racks", "site.racks", float(p.site.racks)))
-    for j in p.training:
-        out.append((f"job:{j.name}:deadline", f"training.{j.name}.deadline_days", j.deadline_days))
-    for s in p.inference:
-        # the model's demand is the peak year; the fix is stated on that figure
-        out.append(
-            (f"service:{s.name}:rate", f"inference.{s.name}.requests_per_s", s.peak_requests_per_s(p.horizon_years))
-        )
-    return out
-
-
-def _required(name: str, current: float, slack: int) -> float:
-    """The limit value that the minimal slack implies, in the problem's own units."""
-    if name == "budget":
-        return math.floor(current) + slack
-    if name == "site_power":
-        return math.ceil((math.floor(current * 1000 * u.PUE_SCALE) + slack) / u.PUE_SCALE) / 1000
-    if name == "racks":
-        return current + slack
-    if name.endswith(":deadline"):
-        return (u.days_down(current) + slack) / u.TIME_PER_DAY
-    return (u.rps_up(current) - slack) / u.RATE_PER_RPS  # a rate: lower the demand
+def relaxable(ctx: Context) -> list[tuple[Family, Limit]]:
+    """The limits a diagnosis may move: the table's elastic ones."""
+    return [(fam, lim) for fam, lim in every_limit(ctx.problem, ctx.catalog) if lim.elastic]
 
 
 def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
@@ -77,45 +50,36 @@ def diagnose(ctx: Context, time_limit_s: float | None = None) -> Diagnosis:
     ctx = replace(ctx, workloads=build_options(ctx.problem, ctx.catalog, slower=True))
     limits = relaxable(ctx)
     fixes: list[FixRow] = []
-    for name, path, current in limits:
-        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax={name})
+    for fam, lim in limits:
+        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax={lim.name}, kept=ctx.kept)
         b.model.clear_objective()
-        b.model.minimize(b.slacks[name])
+        b.model.minimize(b.slacks[lim.name])
         s = solve(b.model, time_limit_s)
-        if s.status == "optimal" and current is not None:
-            fixes.append(
-                FixRow(
-                    constraint=name,
-                    path=path,
-                    current=current,
-                    required=_required(name, current, s.value(b.slacks[name])),
-                )
-            )
+        if s.status == "optimal":
+            fixes.append(_fix(fam, lim, s.value(b.slacks[lim.name])))
     combined: list[FixRow] = []
-    names = [n for n, _, _ in limits]
-    if names:
-        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax=set(names))
-        weights = {n: 1.0 / max(1.0, _scale(n, c)) for n, _, c in limits}
+    if limits:
+        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax={lim.name for _, lim in limits}, kept=ctx.kept)
+        # each move weighed relative to its limit (model units per unit of the limit's value)
+        weights = {lim.name: 1.0 / max(1.0, fam.scale(lim) * (lim.value or 1.0)) for fam, lim in limits}
         b.model.clear_objective()
-        b.model.minimize(sum(weights[n] * b.slacks[n] for n in names))
+        b.model.minimize(sum(weights[n] * b.slacks[n] for n in weights))
         s = solve(b.model, time_limit_s)
         if s.status in ("optimal", "feasible"):
-            for name, path, current in limits:
-                moved = s.value(b.slacks[name])
-                if moved and current is not None:
-                    combined.append(
-                        FixRow(constraint=name, path=path, current=current, required=_required(name, current, moved))
-                    )
-    conflict = minimal_conflict(ctx, [n for n, _, _ in limits], time_limit_s)
+            combined = [
+                _fix(fam, lim, s.value(b.slacks[lim.name])) for fam, lim in limits if s.value(b.slacks[lim.name])
+            ]
+    conflict = minimal_conflict(ctx, [lim.name for _, lim in limits], time_limit_s)
     summary = ["No plan meets every requirement at once."]
     if conflict:
         summary.append("These requirements cannot hold together (each one matters): " + ", ".join(conflict))
+    sentences = {lim.name: (fam, lim) for fam, lim in limits}
     for f in fixes:
-        summary.append(_sentence(f))
+        summary.append("- " + _sentence(sentences, f))
     if not fixes:
         summary.append("No single limit can be moved alone to make a plan possible.")
     if combined:
-        summary.append("Cheapest combined move: " + "; ".join(_sentence(f, bare=True) for f in combined))
+        summary.append("Cheapest combined move: " + "; ".join(_sentence(sentences, f) for f in combined))
     return Diagnosis(summary=summary, conflict=conflict, fixes=fixes, combined_fix=combined)
 
 
@@ -127,7 +91,7 @@ def minimal_conflict(ctx: Context, names: list[str], time_limit_s: float | None 
     """
 
     def infeasible(enforced: list[str]) -> bool:
-        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax=set(names) - set(enforced))
+        b = build(ctx.problem, ctx.catalog, ctx.workloads, relax=set(names) - set(enforced), kept=ctx.kept)
         b.model.clear_objective()
         return solve(b.model, time_limit_s).status == "infeasible"
 
@@ -141,28 +105,10 @@ def minimal_conflict(ctx: Context, names: list[str], time_limit_s: float | None 
     return active
 
 
-def _scale(name: str, current: float | None) -> float:
-    """The limit in model units, so a combined fix weighs each move relative to its limit."""
-    c = current or 1.0
-    if name == "site_power":
-        return c * 1000 * u.PUE_SCALE
-    if name.endswith(":deadline"):
-        return c * u.TIME_PER_DAY
-    if name.endswith(":rate"):
-        return c * u.RATE_PER_RPS
-    return c
+def _fix(fam: Family, lim: Limit, slack: int) -> FixRow:
+    return FixRow(constraint=lim.name, path=lim.path or "", current=lim.value, required=fam.required(lim, slack))
 
 
-def _sentence(f: FixRow, bare: bool = False) -> str:
-    n, cur, req = f.constraint, f.current, f.required
-    if n == "budget":
-        text = f"raise the budget from ${cur:,.0f} to at least ${req:,.0f}"
-    elif n == "site_power":
-        text = f"raise site power from {cur:g} kW to at least {req:,.3f} kW"
-    elif n == "racks":
-        text = f"raise racks from {cur:g} to at least {req:g}"
-    elif n.endswith(":deadline"):
-        text = f"extend {n.split(':')[1]}'s deadline from {cur:g} to at least {req:g} days"
-    else:
-        text = f"lower {n.split(':')[1]}'s demand from {cur:g} to at most {req:g} requests/s"
-    return text if bare else f"- {text}"
+def _sentence(by_name: dict[str, tuple[Family, Limit]], f: FixRow) -> str:
+    fam, lim = by_name[f.constraint]
+    return fam.sentence(lim, f.required if f.required is not None else lim.value)

@@ -1,12 +1,12 @@
 """Build the CP-SAT model from the options and the problem's limits.
 
 Variables are integer counts per configuration (no per-server Booleans: no
-symmetry). Every constraint family has a stable name (``budget``,
-``site_power``, ``racks``, ``job:<name>:deadline``, ``service:<name>:rate``, ...)
-so the verifier, the explanations and the reports speak the same language.
+symmetry). The builders here make the variables and the quantities (capex, power by year,
+racks, capacity, job ends); the named limits on them come from the table in
+``planner.limits``, each family adding its own constraint under its stable name.
 
-Numeric limits can be made elastic: ``relax`` names limits that get a
-non-negative slack variable, so a diagnosis can ask "how far must this move?".
+Elastic limits: ``relax`` names limits that get a bounded non-negative slack
+variable, so a diagnosis can ask "how far must this move?".
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from planner import units as u
 from planner.bom import PoolKey, PoolSpec, max_ports, per_rack, pool_spec
 from planner.catalog import Catalog
 from planner.finance import Rates
+from planner.limits.table import every_limit
 from planner.options.types import InferenceOption, TrainingOption, WorkloadOptions
 from planner.pricing import server_price_usd
 from planner.schema.catalog import Fabric
@@ -63,8 +64,11 @@ class Built:
     starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
     durations: dict[str, cp_model.LinearExpr] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)
+    capacity: dict[str, list[tuple[cp_model.LinearExpr, int]]] = field(default_factory=dict)
     capex: cp_model.LinearExpr = 0
-    it_power_w: cp_model.LinearExpr = 0
+    it_power_w: cp_model.LinearExpr = 0  # the peak: every pool at its most servers
+    it_power_w_by_year: list[cp_model.LinearExpr] = field(default_factory=list)
     total_racks: cp_model.LinearExpr = 0
     tco: cp_model.LinearExpr = 0
 
@@ -79,13 +83,18 @@ def build(
     """``kept``: hardware already bought (``--keep``): it stays, its price is sunk, it still runs."""
     b = Built(cp_model.CpModel(), periods=problem.horizon_years if problem.yearly else 1, kept=dict(kept or {}))
     rates = Rates.of(problem)
+    limits = every_limit(problem, catalog)
+    for fam, lim in limits:  # elastic limits get a bounded slack a diagnosis can minimise
+        if lim.name in relax:
+            b.slacks[lim.name] = b.model.new_int_var(0, max(0, fam.slack_bound(lim)), f"slack[{lim.name}]")
     _pools(b, problem, catalog, workloads, relax)
-    _training(b, problem, workloads, relax)
+    _training(b, problem, workloads)
     _serving(b, problem, workloads, relax)
     _gpu_use(b)
     _network(b, problem, catalog)
-    _site(b, problem, catalog, relax)
-    _policy(b, problem, catalog)
+    _site(b, problem, catalog)
+    for fam, lim in limits:  # the table of named limits: each family adds its own
+        fam.add(b, problem, catalog, lim, b.slacks.get(lim.name, 0))
     b.tco = _objective(b, problem, catalog, rates) + _rent(b, problem, rates)
     if b.periods == 1:  # the floors price a replica for the whole horizon
         _service_floors(b, problem, catalog, rates, relax)
@@ -98,14 +107,6 @@ def upper(var: cp_model.IntVar) -> int:
     first element: negative indexing of the proto wrapper is broken, so index from the front.)"""
     domain = var.proto.domain
     return int(domain[len(domain) - 1])
-
-
-def _slack(b: Built, name: str, relax: Collection[str], ub: int) -> cp_model.LinearExpr:
-    if name not in relax:
-        return 0
-    s = b.model.new_int_var(0, max(0, ub), f"slack[{name}]")
-    b.slacks[name] = s
-    return s
 
 
 def _pools(
@@ -145,7 +146,7 @@ def _pools(
         b.pools[key] = pv
 
 
-def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
+def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions]) -> None:
     m = b.model
     horizon = u.days_up(problem.horizon_years * 365)
     jobs = {j.name: j for j in problem.training}
@@ -162,10 +163,6 @@ def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions], rela
         for dep in job.after:
             pred = by_lower[dep.lower()]
             m.add(b.starts[name] >= b.starts[pred] + b.durations[pred]).with_name(f"job:{name}:after:{pred}")
-        s = _slack(b, f"job:{name}:deadline", relax, horizon * 10)
-        m.add(b.starts[name] + b.durations[name] <= u.days_down(job.deadline_days) + s).with_name(
-            f"job:{name}:deadline"
-        )
 
 
 def _serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
@@ -189,11 +186,12 @@ def _serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax
         b.serve[w.name] = reps
         b.serve_rates[w.name] = (needs[-1], svc.spare_replicas, pers)
         name = f"service:{w.name}:rate"
-        s = _slack(b, name, relax, max(needs))
+        s = b.slacks.get(name, 0)
+        b.capacity[w.name] = []
         for y, need in enumerate(needs):
             year = [(o, rs[y], per) for (o, rs), per in zip(reps, pers, strict=True)]
             capacity = sum(per * r for _, r, per in year)
-            m.add(capacity + s >= need).with_name(name if b.periods == 1 else f"{name}@{y + 1}")
+            b.capacity[w.name].append((capacity, need))  # the rate limit (planner.limits) holds it
             if year and name not in relax:
                 _cover_cuts(m, year, need, svc.spare_replicas, f"{w.name}@{y}")
             if svc.spare_replicas:
@@ -376,8 +374,8 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
 
 
-def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) -> None:
-    m = b.model
+def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
+    """The quantities site and money limits bound: capex, IT power by year, racks."""
     rack_price = u.usd(catalog.rack.price.usd)
     capex = 0
     power = 0
@@ -402,42 +400,7 @@ def _site(b: Built, problem: Problem, catalog: Catalog, relax: Collection[str]) 
         capex -= rack_price * have_racks
     peak = sum(u.watts_up(p.spec.power_w) * p.servers for p in b.pools.values())
     b.capex, b.it_power_w, b.total_racks = capex, power + peak, racks
-    fin, site = problem.finance, problem.site
-    if fin.budget_usd is not None:
-        limit = math.floor(fin.budget_usd * u.MONEY_PER_USD)
-        s = _slack(b, "budget", relax, limit * 1000)
-        m.add(capex <= limit + s).with_name("budget")
-    if site.power_kw is not None:
-        # IT watts x PUE (thousandths) <= site kW x 10^6: exact in integers.
-        pue = round(fin.pue * u.PUE_SCALE)
-        limit = math.floor(site.power_kw * 1000 * u.PUE_SCALE)
-        s = _slack(b, "site_power", relax, limit * 1000)
-        for servers_w in by_year:
-            m.add((power + servers_w) * pue <= limit + s).with_name("site_power")
-    if site.racks is not None:
-        s = _slack(b, "racks", relax, 1_000_000)
-        m.add(racks <= site.racks + s).with_name("racks")
-
-
-def _policy(b: Built, problem: Problem, catalog: Catalog) -> None:
-    m = b.model
-    by_gpu: dict[str, list[PoolVars]] = {}
-    for key, p in b.pools.items():
-        by_gpu.setdefault(key.gpu, []).append(p)
-    stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
-    for gpu, units in sorted(stock.items()):
-        for y in range(b.periods) if gpu in by_gpu else []:  # units bought per year
-            bought = sum(p.spec.gpus_per_server * p.bought[y] for p in by_gpu[gpu])
-            m.add(bought <= units).with_name(f"stock:{gpu}")
-    k = problem.policy.max_gpu_types
-    if k is not None:
-        used = []
-        for gpu, pools in sorted(by_gpu.items()):
-            flag = m.new_bool_var(f"gpu_type_used[{gpu}]")
-            for p in pools:
-                m.add(p.servers == 0).only_enforce_if(~flag)
-            used.append(flag)
-        m.add(sum(used) <= k).with_name("policy:max_gpu_types")
+    b.it_power_w_by_year = [power + servers_w for servers_w in by_year]
 
 
 def _service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, relax: Collection[str]) -> None:

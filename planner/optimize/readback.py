@@ -265,9 +265,13 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         precision=o.precision,
                         count=n,
                         rps_per_replica=rps,
-                        ttft_ms=round(e.ttft_ms, 1),
-                        tpot_ms=round(e.tpot_ms, 2),
+                        ttft_ms=round(e.ttft_p99_ms, 3),  # targets bind the p99
+                        tpot_ms=round(e.tpot_p99_ms, 3),
                         batch=e.batch,
+                        ttft_p99_ms=round(e.ttft_p99_ms, 3),
+                        tpot_p99_ms=round(e.tpot_p99_ms, 3),
+                        ttft_mean_ms=round(e.ttft_ms, 3),
+                        tpot_mean_ms=round(e.tpot_ms, 3),
                         source="measured" if o.measured else "model",
                         rented=o.rent_usd_per_gpu_hour is not None,
                         rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
@@ -310,8 +314,8 @@ def _routing(b: Built, s: Solved, svc, kinds, y: int, required: float) -> list[B
                         gpus_per_replica=o.gpus_per_replica,
                         share=got / slices,
                         rps=rps * got / slices,
-                        ttft_ms=round(e.ttft_p99_ms, 1),
-                        tpot_ms=round(e.tpot_p99_ms, 2),
+                        ttft_ms=round(e.ttft_p99_ms, 3),
+                        tpot_ms=round(e.tpot_p99_ms, 3),
                     )
                 )
         out.append(

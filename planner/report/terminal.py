@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -45,15 +45,16 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 def _buy(plan: Plan, console: Console) -> None:
     t = Table(title="What to buy", title_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("category", "left"),
         ("sku", "left"),
         ("qty", "right"),
         ("unit price", "right"),
         ("extended", "right"),
         ("unit power", "right"),
-    ):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    )
+    for col, just in columns:
+        t.add_column(col, justify=just)
     for r in plan.purchase:
         t.add_row(
             r.category,
@@ -91,16 +92,16 @@ def _runs(plan: Plan, console: Console) -> None:
         for col in (*cols, "TPOT ms", "capacity / need"):
             t.add_column(col)
         for s in plan.inference:
-            for i, r in enumerate(s.replicas):
+            for i, rep in enumerate(s.replicas):
                 t.add_row(
                     s.name if i == 0 else "",
                     *([str(s.year) if i == 0 else ""] if by_year else []),
-                    f"{r.count} x {r.gpus_per_replica} {r.gpu}" + (" rented" if r.rented else ""),
-                    r.precision,
-                    f"{r.rps_per_replica:.2f}",
-                    str(r.batch),
-                    f"{r.ttft_ms:.0f}",
-                    f"{r.tpot_ms:.1f}",
+                    f"{rep.count} x {rep.gpus_per_replica} {rep.gpu}" + (" rented" if rep.rented else ""),
+                    rep.precision,
+                    f"{rep.rps_per_replica:.2f}",
+                    str(rep.batch),
+                    f"{rep.ttft_ms:.0f}",
+                    f"{rep.tpot_ms:.1f}",
                     f"{s.capacity_rps:.1f} / {s.required_rps:g} rps (+{s.spare_replicas} spare)" if i == 0 else "",
                 )
         console.print(t)
@@ -181,7 +182,7 @@ def _rent_vs_buy(plan: Plan, console: Console) -> None:
 
 def _limits(plan: Plan, console: Console) -> None:
     t = Table(title="Limits", title_justify="left")
-    for col in ("limit", "used", "of", "slack", ""):
+    for col in ("limit", "used", "of", "slack", "status"):
         t.add_column(col)
     for c in plan.constraints:
         t.add_row(
@@ -189,9 +190,18 @@ def _limits(plan: Plan, console: Console) -> None:
             f"{_num(c.used)} {c.unit}",
             "-" if c.limit is None else _num(c.limit),
             "-" if c.slack is None else _num(c.slack),
-            "[yellow]binding[/yellow]" if c.binding else "",
+            _status(c.binding, c.tight),
         )
     console.print(t)
+    if any(c.binding is None for c in plan.constraints):
+        console.print("tight: less than one purchase unit of slack; what loosening a limit saves: --explain.")
+
+
+def _status(binding: bool | None, tight: bool) -> str:
+    """Binding only when a re-solve measured it; before that, only whether the slack is tight."""
+    if binding is not None:
+        return "[yellow]binding[/yellow]" if binding else "not binding"
+    return "tight" if tight else ""
 
 
 def _mix(gpus: dict[str, int]) -> str:
@@ -248,8 +258,7 @@ def print_explanations(plan: Plan, console: Console) -> None:
 
 
 def _num(x: float) -> str:
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
+    """The plan's own figure to the thousandth (as in its JSON), with thousands separators."""
     return f"{x:,.3f}".rstrip("0").rstrip(".")
 
 

@@ -52,9 +52,13 @@ class ReplicaRow(Out):
     precision: str
     count: int
     rps_per_replica: float
-    ttft_ms: float
-    tpot_ms: float
+    ttft_ms: float  # the p99 that the target binds (as ttft_p99_ms)
+    tpot_ms: float  # the p99 that the target binds (as tpot_p99_ms)
     batch: int
+    ttft_p99_ms: float = 0.0
+    tpot_p99_ms: float = 0.0
+    ttft_mean_ms: float = 0.0
+    tpot_mean_ms: float = 0.0
     source: str = "model"  # model | measured (your benchmark from the problem file)
     rented: bool = False  # from a cloud, for the whole horizon
     rent_usd_per_gpu_hour: float | None = None
@@ -68,7 +72,7 @@ class RouteShare(Out):
     share: float  # of the bucket's requests
     rps: float
     ttft_ms: float  # p99 on this kind, for this bucket
-    tpot_ms: float
+    tpot_ms: float  # p99
 
 
 class BucketRoute(Out):
@@ -94,13 +98,17 @@ class InferenceRow(Out):
 
 
 class ConstraintRow(Out):
+    """One named limit: ``used`` is the very quantity the model holds against ``limit``
+    (``used <= limit``, or ``>=`` for floors such as a service's rate)."""
+
     name: str
     path: str
     limit: float | None
     used: float
     slack: float | None
     unit: str
-    binding: bool
+    binding: bool | None = None  # measured by re-solve (--explain): loosening by `step` saves > $10
+    tight: bool = False  # slack below one unit of the smallest purchase
     step: float | None = None
     marginal_usd: float | None = None
 
@@ -186,6 +194,8 @@ class Plan(Out):
     facility_power_kw: float = 0.0
     racks: int = 0
     rack_units: int = 0
+    max_rack_power_kw: float = 0.0  # the fullest rack's IT power
+    max_rack_units: int = 0  # the fullest rack's height
     gpus: dict[str, int] = Field(default_factory=dict)
     servers: list[ServerRow] = Field(default_factory=list)
     network: list[dict[str, Any]] = Field(default_factory=list)

@@ -57,7 +57,8 @@ class Distribution(_Strict):
         elif self.uniform is not None:
             value = rng.uniform(*self.uniform)
         else:
-            low, mode, high = self.triangular  # type: ignore[misc]
+            assert self.triangular is not None  # _one: exactly one distribution is given
+            low, mode, high = self.triangular
             value = rng.triangular(low, high, mode)
         if self.min is not None:
             value = max(self.min, value)
@@ -113,7 +114,7 @@ def fixed_hardware_tco(
 ) -> float | None:
     """TCO of the problem under ``overrides`` with exactly these servers bought (None: infeasible)."""
     from planner.context import prepare
-    from planner.explain.marginal import solve_context
+    from planner.explain.resolve import solve_context
 
     ctx = prepare(variant(base, overrides))
 
@@ -145,7 +146,7 @@ def run_scenarios(
 
     rows: list[dict[str, Any]] = []
     candidates: dict[str, dict[tuple[str, str, str], int]] = {}
-    named = [("base", {})] + [(sc.name, dict(sc.set)) for sc in spec.scenarios]
+    named: list[tuple[str, dict[str, Any]]] = [("base", {})] + [(sc.name, dict(sc.set)) for sc in spec.scenarios]
     for name, overrides in named:
         row: dict[str, Any] = {"scenario": name}
         try:

@@ -1,0 +1,54 @@
+"""Solving again for an explanation: a context solved with extra constraints, and a context
+with one problem value moved (options derived again when the move can change them)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from planner.assemble import assemble_plan
+from planner.context import Context, prepare
+from planner.limits.table import every_limit
+from planner.optimize.model import Built, build
+from planner.optimize.solve import solve
+from planner.schema.plan import Plan
+
+
+def solve_context(ctx: Context, time_limit_s: float | None, extra: Any = None) -> tuple[Plan | None, Built | None]:
+    """Solve a context (optionally with extra constraints on the built model); None when infeasible."""
+    if not all(w.feasible for w in ctx.workloads):
+        return None, None
+    built = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept)
+    if extra is not None:
+        extra(built)
+    solved = solve(built.model, time_limit_s)
+    if solved.status not in ("optimal", "feasible"):
+        return None, built
+    return assemble_plan(ctx, built, solved), built
+
+
+def variant_context(ctx: Context, path: str, value: Any) -> Context:
+    """The context with one problem value moved; options are rebuilt only when they can change."""
+    from planner.io.overrides import variant
+
+    assert ctx.loaded is not None
+    loaded = variant(ctx.loaded, {path: value})
+    if not _moves_options(ctx, path):
+        return replace(ctx, problem=loaded.problem, loaded=loaded)
+    return prepare(loaded)
+
+
+# Problem values outside the limits table that leave every option as it was: money only.
+# (``finance.rent`` and ``finance.buy`` add or remove options.)
+_MONEY_PATHS = ("finance.",)
+_OPTION_PATHS = ("finance.rent", "finance.buy")
+
+
+def _moves_options(ctx: Context, path: str) -> bool:
+    """Whether moving ``path`` can change which deployment options exist: a limit says so in
+    the table (stock, latency targets, deadlines and rack sizes prune options; budget, power,
+    racks, demand and the GPU-type cap do not); anything else is derived again to be safe."""
+    for fam, lim in every_limit(ctx.problem, ctx.catalog):
+        if lim.path is not None and lim.path.lower() == path.lower():
+            return fam.prunes_options
+    return not path.startswith(_MONEY_PATHS) or path in _OPTION_PATHS
