@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 
 class PlannerError(Exception):
     """Base class for errors shown to users."""
+
+
+class Where(TypedDict, total=False):
+    """Where in the input an error is: the keyword arguments ``InputError`` takes to locate it."""
+
+    file: str | None
+    key: str | None
+    line: int | None
 
 
 class InputError(PlannerError):

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from planner.catalog import Catalog, suggest
-from planner.errors import InputError
+from planner.errors import InputError, Where
 from planner.io.requests_csv import bucket_requests, read_requests_csv
 from planner.io.yaml_io import Path_, dotted_path, line_of, load_yaml, loads_yaml
 from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
@@ -69,7 +69,7 @@ def _with_mix_csv(data: dict[str, Any], lines: dict[Path_, int], name: str) -> d
             expanded.append(svc)
             continue
         loc = ("inference", index, "mix", "csv")
-        where = {"file": name, "key": dotted(loc, data), "line": line_of(lines, loc)}
+        where: Where = {"file": name, "key": dotted(loc, data), "line": line_of(lines, loc)}
         if "buckets" in mix:
             raise InputError("give a mix as `buckets` or as `csv`, not both", **where)
         if not isinstance(mix["csv"], str) or not mix["csv"]:
@@ -290,7 +290,7 @@ def _locate_problem_error(message: str, data: dict[str, Any], lines: dict[Path_,
         if label in first_use:
             other_kind, other_i = first_use[label]
             other_line = line_of(lines, (other_kind, other_i, "name"))
-            where = (kind, i, "name")
+            where: Path_ = (kind, i, "name")
             return InputError(
                 f"name {item['name']!r} is already used by {other_kind}[{other_i}] on line {other_line} "
                 "(workload names must be unique, ignoring case)",

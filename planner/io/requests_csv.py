@@ -41,7 +41,8 @@ def read_requests_csv(path: Path, shown: str) -> list[tuple[int, int]]:
                 hint="columns input_tokens,output_tokens, one row per request",
             )
         for number, row in enumerate(reader, start=2):
-            rows.append(tuple(_count(row.get(c), c, path, number) for c in COLUMNS))  # type: ignore[arg-type]
+            inp, out = (_count(row.get(c), c, path, number) for c in COLUMNS)
+            rows.append((inp, out))
             if len(rows) > MAX_ROWS:
                 raise InputError(f"the request CSV has more than {MAX_ROWS:,} rows", file=str(path), line=number)
     if not rows:

@@ -23,7 +23,8 @@ def _shape(catalog: Catalog, model: str | None, params_b: float | None) -> Model
         if catalog.find_model_id(model) is None:
             raise InputError(f"unknown model {model!r}", key="--model", hint=suggest(model, list(catalog.models)))
         return shape_of(model, catalog)
-    return shape_of(InlineModel(params_b=params_b), catalog)  # type: ignore[arg-type]
+    assert params_b is not None  # exactly one of the two, checked above
+    return shape_of(InlineModel(params_b=params_b), catalog)
 
 
 def _gpu(catalog: Catalog, name: str) -> Gpu:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 
 from planner.perf.precision import compute_precision, kv_bytes, weight_bytes
 from planner.perf.shapes import ModelShape
@@ -42,6 +43,14 @@ class InferenceQuery:
     concurrency: int | None = None
     tpot_ms: float | None = None
     ttft_ms: float | None = None
+
+
+class _Footprint(TypedDict):
+    """The fields of an estimate known once the replica is sized, fit or not."""
+
+    weights_gb: float
+    kv_gb_per_request: float
+    factors: dict[str, float | str]
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,7 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
     if compute is None:
         return InferenceEstimate(fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores")
     r = _Replica(q, gen, serving)
-    base = {
+    base: _Footprint = {
         "weights_gb": r.weights_bytes / 1e9,
         "kv_gb_per_request": r.ctx_max * r.kv_per_token / 1e9,
         "factors": _factors(r),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.schema.catalog import Gpu
+from planner.schema.catalog import Gpu, Precision, is_precision
 
 BYTES: dict[str, float] = {
     "fp32": 4.0,
@@ -15,7 +15,7 @@ BYTES: dict[str, float] = {
 }
 
 
-def compute_precision(gpu: Gpu, weights: str) -> str | None:
+def compute_precision(gpu: Gpu, weights: str) -> Precision | None:
     """The tensor-core precision used for ``weights`` on ``gpu``, or None if unsupported.
 
     Weight-only int4 dequantises to 16-bit and runs on any GPU; every other
@@ -24,7 +24,7 @@ def compute_precision(gpu: Gpu, weights: str) -> str | None:
     flops = gpu.tflops_dense
     if weights == "int4":
         return "bf16" if "bf16" in flops else "fp16"
-    return weights if weights in flops else None
+    return weights if is_precision(weights) and weights in flops else None
 
 
 def kv_bytes(weights: str, compute: str) -> float:

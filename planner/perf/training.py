@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from planner.perf.shapes import ModelShape
-from planner.schema.catalog import Fabric, GenerationEfficiency, Gpu, TrainingAssumptions
+from planner.schema.catalog import Fabric, GenerationEfficiency, Gpu, Precision, TrainingAssumptions, is_precision
 
 _ADAPTER_SHARE = 0.01  # LoRA adapters as a share of the base parameters (rank ~16-64)
 _STATE_BYTES = {"full": 16.0, "lora": 2.0, "qlora": 0.5 * 1.07}
@@ -80,11 +80,11 @@ def memory_per_gpu_bytes(q: TrainingQuery, t: TrainingAssumptions, gpus: int | N
     return _state_bytes(q) / n + activations
 
 
-def precision_mfu(gpu: Gpu, gen: GenerationEfficiency, precision: str) -> tuple[str, float] | None:
+def precision_mfu(gpu: Gpu, gen: GenerationEfficiency, precision: str) -> tuple[Precision, float] | None:
     """The compute precision and MFU for a training precision, or None if unsupported."""
     options = [precision] if precision != "bf16" else ["bf16", "fp16"]
     for p in options:
-        if p in gpu.tflops_dense and p in gen.mfu:
+        if is_precision(p) and p in gpu.tflops_dense and p in gen.mfu:
             return p, gen.mfu[p]
     return None
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
 from planner.catalog import load_catalog, suggest
 from planner.errors import InputError
+from planner.schema.catalog import Price
 
 TABLES = ("gpus", "servers", "fabrics", "models")
 
@@ -21,9 +24,13 @@ def show_catalog(table: str, as_json: bool, console: Console) -> None:
             f"unknown catalog {table!r}", hint=suggest(table, list(TABLES)) or f"one of {', '.join(TABLES)}"
         )
     catalog = load_catalog()
-    items = {"gpus": catalog.gpus, "servers": catalog.servers, "fabrics": catalog.fabrics, "models": catalog.models}[
-        name
-    ]
+    tables: dict[str, Mapping[str, BaseModel]] = {
+        "gpus": catalog.gpus,
+        "servers": catalog.servers,
+        "fabrics": catalog.fabrics,
+        "models": catalog.models,
+    }
+    items = tables[name]
     if as_json:
         sys.stdout.write(json.dumps([v.model_dump(mode="json") for v in items.values()], indent=2) + "\n")
         return
@@ -32,14 +39,14 @@ def show_catalog(table: str, as_json: bool, console: Console) -> None:
         for col in ("id", "memory GB", "GB/s", "bf16/fp16 TF", "fp8 TF", "fp4 TF", "TDP W", "price USD", "source"):
             t.add_column(col)
         for g in catalog.gpus.values():
-            f = g.tflops_dense
+            tf = g.tflops_dense
             t.add_row(
                 g.id,
                 f"{g.memory_gb:g}",
                 f"{g.memory_bandwidth_gb_per_s:,.0f}",
-                f"{f.get('bf16', f.get('fp16', 0)):,.0f}",
-                _opt(f.get("fp8")),
-                _opt(f.get("fp4")),
+                f"{tf.get('bf16', tf.get('fp16', 0)):,.0f}",
+                _opt(tf.get("fp8")),
+                _opt(tf.get("fp4")),
                 f"{g.tdp_w:,.0f}",
                 f"{g.price.usd:,.0f}{' (est.)' if g.price.estimate else ''}",
                 f"{g.source.title} ({g.source.date})",
@@ -106,5 +113,5 @@ def _opt(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
 
-def _price(p: object) -> str:
-    return "-" if p is None else f"{p.usd:,.0f}"  # type: ignore[attr-defined]
+def _price(p: Price | None) -> str:
+    return "-" if p is None else f"{p.usd:,.0f}"

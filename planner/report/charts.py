@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+from types import ModuleType
 from typing import Any
 
 from planner.schema.plan import Plan
 
 
-def _figure():  # type: ignore[no-untyped-def]
+def _figure() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no screen here or on servers

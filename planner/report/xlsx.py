@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Set
 from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.report.tables import PURCHASE_COLUMNS
 from planner.schema.plan import Plan
@@ -21,7 +23,9 @@ BOLD = Font(bold=True)
 USD = '"$"#,##0'
 
 
-def _sheet(wb: Workbook, title: str, header: list[str], rows: list[list[Any]], money: set[str] = frozenset()) -> Any:
+def _sheet(
+    wb: Workbook, title: str, header: list[str], rows: list[list[Any]], money: Set[str] = frozenset()
+) -> Worksheet:
     ws = wb.create_sheet(title)
     ws.append(header)
     for cell in ws[1]:
@@ -40,8 +44,9 @@ def _sheet(wb: Workbook, title: str, header: list[str], rows: list[list[Any]], m
 
 def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
     wb = Workbook()
-    wb.remove(wb.active)
-    summary = [
+    if (default := wb.active) is not None:
+        wb.remove(default)
+    summary: list[list[Any]] = [
         ["problem", plan.problem],
         ["status", plan.status],
         ["gap", plan.gap],
@@ -55,15 +60,15 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
         ["note", "prices are catalog estimates unless the problem file quotes them"],
     ]
     ws = _sheet(wb, "Summary", ["key", "value"], summary)
-    for row in ws.iter_rows(min_row=2):
-        if str(row[0].value).endswith("_usd") or row[0].value == "opex_usd_per_year":
-            row[1].number_format = USD
+    for cells in ws.iter_rows(min_row=2):
+        if str(cells[0].value).endswith("_usd") or cells[0].value == "opex_usd_per_year":
+            cells[1].number_format = USD
     purchase = [[getattr(r, c) for c in PURCHASE_COLUMNS] for r in plan.purchase]
     purchase.append(["total", "", "", None, None, plan.capex_usd, None, ""])
     ws = _sheet(wb, "Purchase", list(PURCHASE_COLUMNS), purchase)
     for cell in ws[ws.max_row]:
         cell.font = BOLD
-    flows = [
+    flows: list[list[Any]] = [
         [f.year, f.capex_usd, f.opex_usd, f.residual_usd, f.depreciation_usd, f.discount_factor, f.present_value_usd]
         for f in plan.cash_flows
     ]

@@ -8,12 +8,17 @@ names: ``_gb`` (10^9 bytes), ``_gb_per_s`` (10^9 bytes per second), ``_gbit_per_
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+
+
+def is_precision(name: str) -> TypeGuard[Precision]:
+    """Whether ``name`` is one of the catalog's precision names."""
+    return name in PRECISIONS
 
 
 class Strict(BaseModel):
@@ -191,7 +196,8 @@ class GenerationEfficiency(Strict):
     )
 
     def compute_eff_for(self, precision: str) -> float:
-        return self.compute_eff.get(precision, self.compute_eff["default"])  # type: ignore[call-overload]
+        default = self.compute_eff["default"]
+        return self.compute_eff.get(precision, default) if is_precision(precision) else default
 
     @model_validator(mode="after")
     def _check(self) -> GenerationEfficiency:

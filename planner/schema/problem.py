@@ -226,6 +226,10 @@ class RequestMix(Strict):
         return [b.model_copy(update={"share": b.share / total}) for b in buckets]
 
 
+def _default_precisions() -> list[Precision]:
+    return ["bf16", "fp8", "int8", "int4"]
+
+
 class InferenceService(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
     model: str | InlineModel | None = Field(
@@ -237,7 +241,7 @@ class InferenceService(Strict):
         default_factory=list, max_length=1000, description="your benchmarks per (GPU, precision, GPUs per replica)"
     )
     precisions: list[Precision] = Field(
-        default_factory=lambda: ["bf16", "fp8", "int8", "int4"],
+        default_factory=_default_precisions,
         min_length=1,
         description="allowed weight precisions; the planner picks",
     )
