@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from planner import limits
 from planner import units as u
 from planner.catalog import Catalog
 from planner.limits.base import Measured
@@ -34,6 +35,8 @@ def verify(problem: Problem, catalog: Catalog, plan: Plan) -> list[str]:
     _training(problem, plan, errs, m)
     _inference(problem, catalog, plan, errs, m)
     _finance(plan, errs)
+    for fam in limits.FAMILIES:  # quantities of families that Measured has no field for
+        fam.recompute(problem, catalog, plan, m)
     check_limits(problem, catalog, plan, m, errs)
     return errs
 

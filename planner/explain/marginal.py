@@ -11,6 +11,7 @@ from typing import Any
 from planner.context import Context
 from planner.errors import InputError, PlannerError
 from planner.explain.resolve import solve_context, variant_context
+from planner.limits.table import every_limit
 from planner.schema.plan import Plan
 from planner.whatif.executors import map_ordered
 
@@ -31,11 +32,13 @@ def _moved_tco(job: tuple[Context, str, Any, float | None]) -> float | None:
 def marginal_values(ctx: Context, plan: Plan, time_limit_s: float | None = None, workers: int | None = None) -> None:
     """Loosen each limit by its step and solve again; the re-solves run in worker processes."""
     rows, jobs = [], []
+    limits = {lim.name: lim for _, lim in every_limit(ctx.problem, ctx.catalog)}
     for row in plan.constraints:
-        if row.step is None or row.limit is None or row.step == 0:
+        lim = limits.get(row.name)
+        if lim is None or lim.path is None or not row.step:
             continue
-        value: float | int = row.limit + row.step
-        if float(row.limit).is_integer() and float(row.step).is_integer():
+        value: float | int = lim.value + row.step  # the value at its path, moved by the step
+        if float(lim.value).is_integer() and float(row.step).is_integer():
             value = int(value)
         rows.append(row)
         jobs.append((ctx, row.path, value, time_limit_s))

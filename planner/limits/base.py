@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from planner.catalog import Catalog
     from planner.optimize.model import Built
+    from planner.schema.plan import Plan
     from planner.schema.problem import Problem
 
 
@@ -73,6 +74,15 @@ class Family:
     def used(self, m: Measured, limit: Limit) -> float:
         raise NotImplementedError
 
+    def read(self, problem: Problem, plan: Plan, m: Measured) -> None:
+        """Put the quantity this family bounds into ``m.extra`` when ``Measured`` has no field
+        for it, read off the plan (the limits report)."""
+
+    def recompute(self, problem: Problem, catalog: Catalog, plan: Plan, m: Measured) -> None:
+        """The verifier's own figure for an ``m.extra`` quantity, from the catalog and the plan's
+        rows rather than its totals. By default the plan's own reading."""
+        self.read(problem, plan, m)
+
     def step(self, limit: Limit, m: Measured, catalog: Catalog) -> float:
         """The signed move of the value at ``path`` that loosens the limit."""
         return round(limit.value * 0.1, 6)
@@ -98,6 +108,3 @@ class Family:
 
     def sentence(self, limit: Limit, required: float) -> str:
         return f"move {limit.path} from {limit.value:g} to {required:g}"
-
-    def slack_of(self, limit: Limit, used: float) -> float:
-        return used - limit.value if self.at_least else limit.value - used

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from planner import limits
 from planner import units as u
 from planner.limits.base import Measured
 from planner.schema.plan import InferenceRow, Plan
@@ -61,4 +62,6 @@ def measure(problem: Problem, plan: Plan) -> Measured:
             tpot = [s.tpot_ms for b in row.routing for s in b.routes]
         m.ttft_p99_ms[row.name] = max([m.ttft_p99_ms.get(row.name, 0.0), *ttft])
         m.tpot_p99_ms[row.name] = max([m.tpot_p99_ms.get(row.name, 0.0), *tpot])
+    for fam in limits.FAMILIES:
+        fam.read(problem, plan, m)
     return m
