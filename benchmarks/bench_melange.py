@@ -5,11 +5,11 @@
     python benchmarks/bench_melange.py --no-planner          # the direct model only
 
 Each row is one random instance (seeded, so reproducible): 4 GPU types, an n x n
-workload_distribution, 40-200 requests/s. (a) `planner.io.melange.solve_direct`, Mélange's model
-as a small CP-SAT program; (b) the instance written as a Mélange JSON config, converted with
-`planner import-melange` and solved by `planner solve PATH --json -` in a fresh process. A
-failure of (b) (the planner does not read the mix yet, rejects the plan, times out) is shown
-in its row; the script does not stop.
+workload_distribution, 40-200 requests/s. (a) `planner.optimize.melange_direct.solve_direct`,
+Mélange's model as a small CP-SAT program; (b) the instance written as a Mélange JSON config,
+converted with `planner import-melange` and solved by `planner solve PATH --json -` in a fresh
+process. A failure of (b) (the planner does not read the mix yet, rejects the plan, times out)
+is shown in its row; the script does not stop.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from planner.io.melange import MelangeGpu, MelangeInstance, import_config, solve_direct
+from planner.io.melange import import_config
+from planner.io.melange_config import MelangeGpu, MelangeInstance
+from planner.optimize.melange_direct import solve_direct
 from planner.report.files import write_all
 
 HOURS_PER_YEAR = 8760.0

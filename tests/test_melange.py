@@ -18,15 +18,9 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.io.melange import (
-    MelangeGpu,
-    MelangeInstance,
-    parse_config,
-    slice_loads,
-    solve_brute_force,
-    solve_direct,
-    token_sizes,
-)
+from planner.io.melange import token_sizes
+from planner.io.melange_config import MelangeGpu, MelangeInstance, parse_config
+from planner.optimize.melange_direct import slice_loads, solve_brute_force, solve_direct
 
 EXAMPLE: dict[str, Any] = {
     "gpu_info": {

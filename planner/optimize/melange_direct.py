@@ -1,7 +1,7 @@
 """Mélange's own model, solved directly: the reference the planner's answer is checked against.
 
-`solve_direct` is Mélange's allocation (Griggs et al. 2024; see `planner.io.melange` for the
-config it reads) as a small CP-SAT program: integer slices per bucket and type instead of
+`solve_direct` is Mélange's allocation (Griggs et al. 2024; see `planner.io.melange_config` for
+the config it reads) as a small CP-SAT program: integer slices per bucket and type instead of
 Mélange's 0/1 slice assignment, which removes the symmetry between equal slices.
 `solve_brute_force` enumerates tiny instances to check it. Neither is part of `planner solve`:
 the planner imports a config as a problem (`planner import-melange`) and solves that; these
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from planner.io.melange import MelangeInstance, bucket_name
+from planner.io.melange_config import MelangeInstance, bucket_name
 
 
 @dataclass(frozen=True)

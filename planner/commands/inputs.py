@@ -1,0 +1,68 @@
+"""What goes into a plan: `planner catalog` (the bundled data) and `planner import-melange`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape  # messages quote user input: "[red]" in a name is text, not a style
+
+from planner.commands.common import err, out, user_errors
+from planner.errors import InputError
+
+
+@user_errors
+def catalog(
+    table: Annotated[str, typer.Argument(help="gpus | servers | fabrics | models")] = "gpus",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """What the planner knows, with sources."""
+    from planner.report.catalog_view import show_catalog
+
+    show_catalog(table, as_json, out)
+
+
+@user_errors
+def import_melange(
+    config: Annotated[Path, typer.Argument(help="Mélange solver config (JSON), e.g. melange/config/example.json")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="problem file to write (YAML)")],
+    gpu: Annotated[
+        list[str] | None, typer.Option("--gpu", help="NAME=ID: map a Mélange GPU name to a catalog id (repeatable)")
+    ] = None,
+    input_sizes: Annotated[
+        str | None,
+        typer.Option("--input-sizes", help="prompt tokens per row bucket, e.g. 25,100 (default: 25,100,250,...)"),
+    ] = None,
+    output_sizes: Annotated[
+        str | None,
+        typer.Option("--output-sizes", help="output tokens per column bucket (default: 25,100,250,...)"),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="problem name (default: melange-<config name>)")] = None,
+) -> None:
+    """Convert a Mélange config (GPU costs, throughputs per request-size bucket) into a rent-only problem."""
+    from planner.io.melange import import_config, parse_gpu_map, parse_sizes
+    from planner.io.problem_io import loads_problem
+    from planner.report.files import check_writable, write_all
+
+    check_writable([output])
+    imported = import_config(
+        config,
+        gpu_map=parse_gpu_map(gpu or []),
+        input_sizes=parse_sizes(input_sizes, "--input-sizes"),
+        output_sizes=parse_sizes(output_sizes, "--output-sizes"),
+        name=name,
+    )
+    try:  # the planner must read what was written; a failure here is the converter's bug, not the user's
+        loads_problem(imported.text, str(output))
+    except InputError as exc:
+        err.print(f"[bold yellow]warning:[/bold yellow] the problem written does not load: {escape(str(exc))}")
+    write_all({output: imported.text})
+    inst = imported.instance
+    rows, cols = inst.shape
+    out.print(
+        f"{output}: {len(inst.gpus)} GPU types ({', '.join(f'{k} -> {v}' for k, v in imported.gpu_ids.items())}), "
+        f"{len(inst.buckets())} of {rows}x{cols} buckets, {inst.total_request_rate:g} requests/s, "
+        f"slice factor {inst.slice_factor}",
+        markup=False,
+    )

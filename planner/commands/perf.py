@@ -1,0 +1,111 @@
+"""The performance model on its own: `planner estimate inference|training` and `planner calibrate`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from planner.commands.common import out, user_errors
+
+
+@user_errors
+def estimate_inference_cmd(
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    model: Annotated[str | None, typer.Option(help="model name from catalogs/models.yaml")] = None,
+    params_b: Annotated[float | None, typer.Option("--params-b", min=0.001, help="dense model of this size")] = None,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs per replica (tensor parallel)")] = 1,
+    precision: Annotated[str, typer.Option(help="fp32|bf16|fp16|fp8|int8|int4|fp4")] = "bf16",
+    input_tokens: Annotated[int, typer.Option(min=1)] = 1024,
+    output_tokens: Annotated[int, typer.Option(min=1)] = 256,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="fixed batch")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(min=0.001, help="largest batch meeting this TPOT")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(min=0.001, help="and this TTFT")] = None,
+    server: Annotated[str | None, typer.Option(help="server chassis id (sets the GPU link)")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Throughput and latency of one replica."""
+    from planner.perf.estimate import run_inference_estimate
+
+    result = run_inference_estimate(
+        gpu=gpu,
+        model=model,
+        params_b=params_b,
+        gpus=gpus,
+        precision=precision,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        concurrency=concurrency,
+        tpot_ms=tpot_ms,
+        ttft_ms=ttft_ms,
+        server=server,
+    )
+    _print_result(result, as_json)
+
+
+@user_errors
+def estimate_training_cmd(
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    tokens: Annotated[float, typer.Option(min=1, help="tokens to train on")],
+    model: Annotated[str | None, typer.Option(help="model name from catalogs/models.yaml")] = None,
+    params_b: Annotated[float | None, typer.Option("--params-b", min=0.001, help="dense model of this size")] = None,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job")] = 8,
+    precision: Annotated[str, typer.Option(help="bf16 | fp8")] = "bf16",
+    method: Annotated[str, typer.Option(help="full | lora | qlora")] = "full",
+    fabric: Annotated[str | None, typer.Option(help="scale-out fabric id (default: ib-ndr beyond one server)")] = None,
+    seq_len: Annotated[int, typer.Option(min=1)] = 4096,
+    server: Annotated[str | None, typer.Option(help="server chassis id")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Memory, time and MFU of one training job."""
+    from planner.perf.estimate import run_training_estimate
+
+    result = run_training_estimate(
+        gpu=gpu,
+        tokens=tokens,
+        model=model,
+        params_b=params_b,
+        gpus=gpus,
+        precision=precision,
+        method=method,
+        fabric=fabric,
+        seq_len=seq_len,
+        server=server,
+    )
+    _print_result(result, as_json)
+
+
+def _print_result(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        return
+    for key, value in result.items():
+        if isinstance(value, float):
+            value = f"{value:,.4g}"
+        out.print(f"{key:>28}: {value}")
+
+
+@user_errors
+def calibrate(
+    csv_path: Annotated[
+        Path | None, typer.Option("--csv", help="measurement table (default: the bundled calibration/measured.csv)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON: summaries and every row")] = False,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="write the report as Markdown tables")] = None,
+) -> None:
+    """The performance model against published measurements: median and worst ratio per family."""
+    from planner.perf.calibration import print_report, report_json, report_markdown, run_calibration
+    from planner.report.files import check_writable, write_all
+
+    if markdown:
+        check_writable([markdown])
+    report = run_calibration(csv_path)
+    if markdown:
+        write_all({markdown: report_markdown(report)})
+    if as_json:
+        sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
+    else:
+        print_report(report, out)
