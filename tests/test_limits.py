@@ -5,7 +5,6 @@ is a class and a line in the table."""
 from __future__ import annotations
 
 import random
-import textwrap
 from typing import Any
 
 import pytest

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -12,7 +13,7 @@ from rich.table import Table
 
 from planner.catalog import load_catalog, suggest
 from planner.errors import InputError
-from planner.schema.catalog import Price
+from planner.schema.catalog import Fabric, Gpu, LlmModel, Price, ServerChassis
 
 TABLES = ("gpus", "servers", "fabrics", "models")
 
@@ -34,79 +35,92 @@ def show_catalog(table: str, as_json: bool, console: Console) -> None:
     if as_json:
         sys.stdout.write(json.dumps([v.model_dump(mode="json") for v in items.values()], indent=2) + "\n")
         return
+    columns, cells = VIEWS[name]
     t = Table(title=f"{name} ({len(items)})", title_justify="left")
-    if name == "gpus":
-        for col in ("id", "memory GB", "GB/s", "bf16/fp16 TF", "fp8 TF", "fp4 TF", "TDP W", "price USD", "source"):
-            t.add_column(col)
-        for g in catalog.gpus.values():
-            tf = g.tflops_dense
-            t.add_row(
-                g.id,
-                f"{g.memory_gb:g}",
-                f"{g.memory_bandwidth_gb_per_s:,.0f}",
-                f"{tf.get('bf16', tf.get('fp16', 0)):,.0f}",
-                _opt(tf.get("fp8")),
-                _opt(tf.get("fp4")),
-                f"{g.tdp_w:,.0f}",
-                f"{g.price.usd:,.0f}{' (est.)' if g.price.estimate else ''}",
-                f"{g.source.title} ({g.source.date})",
-            )
-    elif name == "servers":
-        for col in ("id", "GPUs", "per server", "link", "U", "base W", "base USD", "NICs", "source"):
-            t.add_column(col)
-        for s in catalog.servers.values():
-            t.add_row(
-                s.id,
-                ", ".join(s.gpus),
-                str(s.gpus_per_server),
-                s.gpu_link,
-                str(s.rack_units),
-                f"{s.base_power_w:,.0f}",
-                f"{s.base_price.usd:,.0f} (est.)",
-                str(s.scaleout_nics),
-                f"{s.source.title} ({s.source.date})",
-            )
-    elif name == "fabrics":
-        for col in (
-            "id",
-            "kind",
-            "Gbit/s",
-            "NIC USD",
-            "switch ports",
-            "switch USD",
-            "link USD",
-            "train scaling",
-            "source",
-        ):
-            t.add_column(col)
-        for f in catalog.fabrics.values():
-            t.add_row(
-                f.id,
-                f.kind,
-                f"{f.link_gbit_per_s:g}",
-                _price(f.nic_price),
-                str(f.switch_radix),
-                _price(f.switch_price),
-                _price(f.cable_price),
-                f"{f.training_scaling:g}",
-                f"{f.source.title} ({f.source.date})",
-            )
-    else:
-        for col in ("id", "params B", "active B", "layers", "hidden", "heads", "KV heads", "head dim", "source"):
-            t.add_column(col)
-        for m in catalog.models.values():
-            t.add_row(
-                m.id,
-                f"{m.params_b:g}",
-                f"{m.active_params_b:g}",
-                str(m.layers),
-                str(m.hidden_size),
-                str(m.attention_heads),
-                str(m.kv_heads),
-                str(m.head_dim),
-                f"{m.source.title} ({m.source.date})",
-            )
+    for col in columns:
+        t.add_column(col)
+    for item in items.values():
+        t.add_row(*cells(item))
     console.print(t)
+
+
+def _sourced(item: Any) -> str:
+    return f"{item.source.title} ({item.source.date})"
+
+
+def _gpu_cells(g: Gpu) -> list[str]:
+    tf = g.tflops_dense
+    return [
+        g.id,
+        f"{g.memory_gb:g}",
+        f"{g.memory_bandwidth_gb_per_s:,.0f}",
+        f"{tf.get('bf16', tf.get('fp16', 0)):,.0f}",
+        _opt(tf.get("fp8")),
+        _opt(tf.get("fp4")),
+        f"{g.tdp_w:,.0f}",
+        f"{g.price.usd:,.0f}{' (est.)' if g.price.estimate else ''}",
+        _sourced(g),
+    ]
+
+
+def _server_cells(s: ServerChassis) -> list[str]:
+    return [
+        s.id,
+        ", ".join(s.gpus),
+        str(s.gpus_per_server),
+        s.gpu_link,
+        str(s.rack_units),
+        f"{s.base_power_w:,.0f}",
+        f"{s.base_price.usd:,.0f} (est.)",
+        str(s.scaleout_nics),
+        _sourced(s),
+    ]
+
+
+def _fabric_cells(f: Fabric) -> list[str]:
+    return [
+        f.id,
+        f.kind,
+        f"{f.link_gbit_per_s:g}",
+        _price(f.nic_price),
+        str(f.switch_radix),
+        _price(f.switch_price),
+        _price(f.cable_price),
+        f"{f.training_scaling:g}",
+        _sourced(f),
+    ]
+
+
+def _model_cells(m: LlmModel) -> list[str]:
+    return [
+        m.id,
+        f"{m.params_b:g}",
+        f"{m.active_params_b:g}",
+        str(m.layers),
+        str(m.hidden_size),
+        str(m.attention_heads),
+        str(m.kv_heads),
+        str(m.head_dim),
+        _sourced(m),
+    ]
+
+
+# Per table: its columns, and one row's cells.
+VIEWS: dict[str, tuple[tuple[str, ...], Callable[[Any], list[str]]]] = {
+    "gpus": (
+        ("id", "memory GB", "GB/s", "bf16/fp16 TF", "fp8 TF", "fp4 TF", "TDP W", "price USD", "source"),
+        _gpu_cells,
+    ),
+    "servers": (("id", "GPUs", "per server", "link", "U", "base W", "base USD", "NICs", "source"), _server_cells),
+    "fabrics": (
+        ("id", "kind", "Gbit/s", "NIC USD", "switch ports", "switch USD", "link USD", "train scaling", "source"),
+        _fabric_cells,
+    ),
+    "models": (
+        ("id", "params B", "active B", "layers", "hidden", "heads", "KV heads", "head dim", "source"),
+        _model_cells,
+    ),
+}
 
 
 def _opt(x: float | None) -> str:

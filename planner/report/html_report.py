@@ -50,87 +50,100 @@ def _img(png: bytes, alt: str) -> str:
 
 def plan_html(plan: Plan) -> str:
     title = f"{plan.problem}: GPU purchase plan"
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-    ]
+    head = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+    )
     if plan.status == "infeasible":
         lines = plan.diagnosis.summary if plan.diagnosis else []
-        parts.append("<p><b>No feasible plan.</b></p><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines))
-        parts.append("</ul></body></html>")
-        return "".join(parts)
+        items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+        return f"{head}<p><b>No feasible plan.</b></p><ul>{items}</ul></body></html>"
+    sections = [_summary(plan), _purchase(plan), _workloads(plan), _money(plan), _limits(plan), _runner_up(plan)]
+    note = (
+        '<p class="note">Prices are catalog estimates unless the problem file quotes them. '
+        "Every assumption the plan relied on is in the plan JSON under <code>assumptions</code>.</p>"
+    )
+    return head + "".join(sections) + note + "</body></html>"
+
+
+def _summary(plan: Plan) -> str:
     status = "proven optimal" if plan.status == "optimal" else f"best found (gap {100 * (plan.gap or 0):.2f}%)"
-    parts.append(
+    return (
         f"<p>TCO <b>${plan.tco_usd:,.0f}</b> over {len(plan.cash_flows) - 1} years ({status}); "
         f"capex ${plan.capex_usd:,.0f}; opex ${plan.opex_usd_per_year:,.0f} per year; "
         f"{plan.facility_power_kw:,.1f} kW facility power; {plan.racks} racks.</p>"
     )
-    parts.append("<h2>What to buy</h2>")
+
+
+def _purchase(plan: Plan) -> str:
     rows = [[getattr(r, c) for c in PURCHASE_COLUMNS] for r in plan.purchase]
     rows.append(["total", "", "", "", "", plan.capex_usd, "", ""])
-    parts.append(_table(list(PURCHASE_COLUMNS), rows))
-    parts.append("<h2>What runs where</h2>")
-    parts.append(
-        _table(
-            ["job", "GPUs", "fabric", "days", "start", "end", "deadline", "cost USD"],
+    return "<h2>What to buy</h2>" + _table(list(PURCHASE_COLUMNS), rows)
+
+
+def _workloads(plan: Plan) -> str:
+    jobs = _table(
+        ["job", "GPUs", "fabric", "days", "start", "end", "deadline", "cost USD"],
+        [
+            [t.name, f"{t.gpus} x {t.gpu}", t.fabric, t.days, t.start_day, t.end_day, t.deadline_days, t.cost_usd]
+            for t in plan.training
+        ],
+    )
+    services = _table(
+        ["service", "replicas", "capacity rps", "required rps", "cost USD", "USD per M tokens"],
+        [
             [
-                [t.name, f"{t.gpus} x {t.gpu}", t.fabric, t.days, t.start_day, t.end_day, t.deadline_days, t.cost_usd]
-                for t in plan.training
-            ],
-        )
+                s.name,
+                ", ".join(f"{r.count} x {r.gpus_per_replica} {r.gpu} {r.precision}" for r in s.replicas),
+                s.capacity_rps,
+                s.required_rps,
+                s.cost_usd,
+                s.cost_usd_per_million_tokens,
+            ]
+            for s in plan.inference
+        ],
     )
-    parts.append(
-        _table(
-            ["service", "replicas", "capacity rps", "required rps", "cost USD", "USD per M tokens"],
+    return "<h2>What runs where</h2>" + jobs + services
+
+
+def _money(plan: Plan) -> str:
+    charts = _img(tco_breakdown_png(plan), "TCO breakdown") + _img(cash_flow_png(plan), "cash flow by year")
+    flows = _table(
+        ["year", "capex", "opex", "resale", "depreciation", "discount factor", "present value"],
+        [
             [
-                [
-                    s.name,
-                    ", ".join(f"{r.count} x {r.gpus_per_replica} {r.gpu} {r.precision}" for r in s.replicas),
-                    s.capacity_rps,
-                    s.required_rps,
-                    s.cost_usd,
-                    s.cost_usd_per_million_tokens,
-                ]
-                for s in plan.inference
-            ],
-        )
+                f.year,
+                f.capex_usd,
+                f.opex_usd,
+                f.residual_usd,
+                f.depreciation_usd,
+                f.discount_factor,
+                f.present_value_usd,
+            ]
+            for f in plan.cash_flows
+        ],
     )
-    parts.append("<h2>Money</h2>")
-    parts.append(_img(tco_breakdown_png(plan), "TCO breakdown") + _img(cash_flow_png(plan), "cash flow by year"))
-    parts.append(
-        _table(
-            ["year", "capex", "opex", "resale", "depreciation", "discount factor", "present value"],
-            [
-                [
-                    f.year,
-                    f.capex_usd,
-                    f.opex_usd,
-                    f.residual_usd,
-                    f.depreciation_usd,
-                    f.discount_factor,
-                    f.present_value_usd,
-                ]
-                for f in plan.cash_flows
-            ],
-        )
+    return "<h2>Money</h2>" + charts + flows
+
+
+def _limits(plan: Plan) -> str:
+    def status(binding: bool | None, tight: bool) -> str:
+        if binding is not None:
+            return "binding" if binding else "not binding"
+        return "tight" if tight else ""
+
+    return "<h2>Limits</h2>" + _table(
+        ["limit", "used", "unit", "of", "slack", "status", "TCO change if loosened"],
+        [
+            [c.name, c.used, c.unit, c.limit, c.slack, status(c.binding, c.tight), c.marginal_usd]
+            for c in plan.constraints
+        ],
     )
-    parts.append("<h2>Limits</h2>")
-    parts.append(
-        _table(
-            ["limit", "used", "of", "slack", "binding", "TCO change if loosened"],
-            [[c.name, c.used, c.limit, c.slack, "yes" if c.binding else "", c.marginal_usd] for c in plan.constraints],
-        )
-    )
-    if plan.explanations and plan.explanations.runner_up:
-        r = plan.explanations.runner_up
-        mix = " + ".join(f"{n}x {g}" for g, n in r.gpus.items())
-        parts.append(
-            f"<p>Runner-up with a different GPU mix: {html.escape(mix)} at ${r.tco_usd:,.0f} "
-            f"(+${r.extra_usd:,.0f}).</p>"
-        )
-    parts.append(
-        '<p class="note">Prices are catalog estimates unless the problem file quotes them. '
-        "Every assumption the plan relied on is in the plan JSON under <code>assumptions</code>.</p>"
-    )
-    parts.append("</body></html>")
-    return "".join(parts)
+
+
+def _runner_up(plan: Plan) -> str:
+    if not (plan.explanations and plan.explanations.runner_up):
+        return ""
+    r = plan.explanations.runner_up
+    mix = " + ".join(f"{n}x {g}" for g, n in r.gpus.items())
+    return f"<p>Runner-up with a different GPU mix: {html.escape(mix)} at ${r.tco_usd:,.0f} (+${r.extra_usd:,.0f}).</p>"

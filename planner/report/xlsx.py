@@ -95,9 +95,15 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
     ]
     _sheet(wb, "Workloads", ["kind", "name", "runs on", "days", "cost_usd", "cost_usd_per_million_tokens"], workloads)
     limits = [
-        [c.name, c.path, c.limit, c.used, c.slack, c.unit, c.binding, c.step, c.marginal_usd] for c in plan.constraints
+        [c.name, c.path, c.limit, c.used, c.slack, c.unit, c.tight, c.binding, c.step, c.marginal_usd]
+        for c in plan.constraints
     ]
-    _sheet(wb, "Limits", ["name", "path", "limit", "used", "slack", "unit", "binding", "step", "marginal_usd"], limits)
+    _sheet(
+        wb,
+        "Limits",
+        ["name", "path", "limit", "used", "slack", "unit", "tight", "binding", "step", "marginal_usd"],
+        limits,
+    )
     _sheet(wb, "Assumptions", ["assumption", "value"], [[k, _text(v)] for k, v in _flatten(plan.assumptions)])
     if whatif:
         columns: list[str] = []
