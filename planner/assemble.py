@@ -34,6 +34,7 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
     for row in rb.servers:
         gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
     per_gpu = _attribute_costs(rb, p, catalog, rates)
+    assert solved.status in ("optimal", "feasible"), "a plan is read from a solution"
     plan = Plan(
         problem=p.name,
         status=solved.status,
@@ -153,11 +154,11 @@ def _attribute_costs(rb: ReadBack, p: Problem, catalog: Catalog, rates: Rates) -
             for r in svc.replicas
         )
         svc.cost_usd = round(cost, 2)
-        spec = services[svc.name]
-        if not spec.generic:
-            out = spec.output_tokens
-            if spec.mix is not None:
-                out = sum(b.share * b.output_tokens for b in spec.mix.sized)
+        service = services[svc.name]
+        if not service.generic:
+            out: float = service.output_tokens
+            if service.mix is not None:
+                out = sum(b.share * b.output_tokens for b in service.mix.sized)
             tokens = svc.required_rps * out * 3600 * 8760 * years * p.finance.utilization
             svc.cost_usd_per_million_tokens = round(cost / tokens * 1e6, 4) if tokens else None
     return per_gpu

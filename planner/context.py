@@ -28,7 +28,6 @@ def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
     base = base or load_catalog()
     check_references(loaded, base)
     p = loaded.problem
-    catalog = base.restricted(
-        p.catalog.exclude, p.policy.vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour
-    )
+    vendors: list[str] | None = None if p.policy.vendors is None else list(p.policy.vendors)
+    catalog = base.restricted(p.catalog.exclude, vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour)
     return Context(p, catalog, build_options(p, catalog), loaded)

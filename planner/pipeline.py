@@ -9,7 +9,7 @@ from planner.errors import PlannerError
 from planner.io.problem_io import LoadedProblem
 from planner.optimize.model import build
 from planner.optimize.solve import solve
-from planner.schema.plan import Plan
+from planner.schema.plan import Diagnosis, Plan
 from planner.schema.problem import Problem
 
 
@@ -56,7 +56,7 @@ def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
     return plan
 
 
-def _infeasible(problem: Problem, diagnosis) -> Plan:  # type: ignore[no-untyped-def]
+def _infeasible(problem: Problem, diagnosis: Diagnosis) -> Plan:
     return Plan(
         problem=problem.name,
         status="infeasible",

@@ -126,10 +126,10 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
         fabric = catalog.fabrics[net["fabric"]]
         if net["ports"] != ports[net["fabric"]]:
             errs.append(f"fabric {fabric.id}: {net['ports']} ports, servers have {ports[net['fabric']]} NICs")
-        r = fabric.switch_radix
+        radix = fabric.switch_radix
         p = net["ports"]
-        leaves_needed = 1 if p <= r else math.ceil(p / (r // 2))
-        spines_needed = 0 if p <= r else math.ceil(leaves_needed / 2)
+        leaves_needed = 1 if p <= radix else math.ceil(p / (radix // 2))
+        spines_needed = 0 if p <= radix else math.ceil(leaves_needed / 2)
         if net["leaves"] < leaves_needed or net["spines"] < spines_needed:
             errs.append(f"fabric {fabric.id}: {p} ports need {leaves_needed} leaves and {spines_needed} spines")
         switches = net["leaves"] + net["spines"]
@@ -147,9 +147,9 @@ def _servers_and_money(problem: Problem, catalog: Catalog, plan: Plan, errs: lis
     if racks != plan.racks:
         errs.append(f"racks: plan says {plan.racks}, rows add to {racks}")
     total = sum(r.extended_price_usd for r in plan.purchase)
-    for r in plan.purchase:
-        if not _close(r.quantity * r.unit_price_usd, r.extended_price_usd):
-            errs.append(f"purchase {r.sku}: {r.quantity} x {r.unit_price_usd} != {r.extended_price_usd}")
+    for line in plan.purchase:
+        if not _close(line.quantity * line.unit_price_usd, line.extended_price_usd):
+            errs.append(f"purchase {line.sku}: {line.quantity} x {line.unit_price_usd} != {line.extended_price_usd}")
     if not _close(total, plan.capex_usd):
         errs.append(f"purchase list sums to {total}, capex is {plan.capex_usd}")
     m.capex_usd, m.facility_kw, m.racks = total, u.facility_kw(it_w, fin.pue), racks
@@ -321,11 +321,19 @@ def _bucket_capacity(
     return est.planning_requests_per_s, "", (est.ttft_p99_ms, est.tpot_p99_ms)
 
 
-def _recompute(  # type: ignore[no-untyped-def]
-    svc: InferenceService, rep: ReplicaRow, catalog: Catalog, input_tokens: int, output_tokens: int, **batch
+def _recompute(
+    svc: InferenceService,
+    rep: ReplicaRow,
+    catalog: Catalog,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    concurrency: int | None = None,
+    tpot_ms: float | None = None,
+    ttft_ms: float | None = None,
 ) -> tuple[InferenceEstimate | None, str]:
-    """The replica recomputed with the performance model on requests of one size (``batch``:
-    a fixed concurrency, or the targets to find it), or why it does not fit."""
+    """The replica recomputed with the performance model on requests of one size (at a fixed
+    ``concurrency``, or at the largest batch meeting the targets), or why it does not fit."""
     from planner.perf.links import link_for
 
     assert svc.model is not None
@@ -340,7 +348,9 @@ def _recompute(  # type: ignore[no-untyped-def]
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         link=link_for(chassis, gpu, rep.gpus_per_replica),
-        **batch,
+        concurrency=concurrency,
+        tpot_ms=tpot_ms,
+        ttft_ms=ttft_ms,
     )
     eff = catalog.efficiency
     est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)

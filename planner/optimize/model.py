@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from ortools.sat.python import cp_model
 
@@ -27,6 +28,10 @@ from planner.pricing import server_price_usd
 from planner.schema.catalog import Fabric
 from planner.schema.problem import InferenceService, Problem
 
+# A linear expression as the builders make it: a sum that starts at 0 (or sums nothing) is
+# still the int 0. Not cp_model.LinearExprT: it admits numpy integers, which do not add to a LinearExpr.
+Expr: TypeAlias = cp_model.LinearExpr | int
+
 
 @dataclass
 class PoolVars:
@@ -35,13 +40,13 @@ class PoolVars:
     racks: cp_model.IntVar
     fit_per_rack: int
     bought: list[cp_model.IntVar] = field(default_factory=list)  # per purchase year
-    installed: list[cp_model.LinearExpr] = field(default_factory=list)  # per operating year (index 0 = year 1)
+    installed: list[Expr] = field(default_factory=list)  # per operating year (index 0 = year 1)
 
 
 @dataclass
 class FabricVars:
     fabric: Fabric
-    ports: cp_model.LinearExpr
+    ports: Expr
     leaves: cp_model.IntVar
     spines: cp_model.IntVar
     uplinks: cp_model.IntVar
@@ -62,15 +67,15 @@ class Built:
     routes: dict[str, dict[tuple[int, int, int], cp_model.IntVar]] = field(default_factory=dict)
     kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned: (servers, racks), sunk
     starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
-    durations: dict[str, cp_model.LinearExpr] = field(default_factory=dict)
+    durations: dict[str, Expr] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
     # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)
-    capacity: dict[str, list[tuple[cp_model.LinearExpr, int]]] = field(default_factory=dict)
-    capex: cp_model.LinearExpr = 0
-    it_power_w: cp_model.LinearExpr = 0  # the peak: every pool at its most servers
-    it_power_w_by_year: list[cp_model.LinearExpr] = field(default_factory=list)
-    total_racks: cp_model.LinearExpr = 0
-    tco: cp_model.LinearExpr = 0
+    capacity: dict[str, list[tuple[Expr, int]]] = field(default_factory=dict)
+    capex: Expr = 0
+    it_power_w: Expr = 0  # the peak: every pool at its most servers
+    it_power_w_by_year: list[Expr] = field(default_factory=list)
+    total_racks: Expr = 0
+    tco: Expr = 0
 
 
 def build(
@@ -114,7 +119,9 @@ def _pools(
 ) -> None:
     from planner.options.pools import pool_limit
 
-    owned = [o for w in workloads for o in [*w.training, *w.inference] if o.rent_usd_per_gpu_hour is None]
+    owned = [
+        o for w in workloads for group in (w.training, w.inference) for o in group if o.rent_usd_per_gpu_hour is None
+    ]
     keys = sorted({o.pool for o in owned} | set(b.kept)) if problem.finance.buy or b.kept else []
     site = problem.site
     m = b.model
@@ -261,7 +268,14 @@ def slice_load(bucket_rps: float, slices: int, replica_rps: float) -> int:
     return math.ceil(round(bucket_rps / slices / replica_rps * LOAD_PER_REPLICA, 6))
 
 
-def _spare(m: cp_model.CpModel, reps: list, capacity: cp_model.LinearExpr, need: int, k: int, name: str) -> None:  # type: ignore[type-arg]
+def _spare(
+    m: cp_model.CpModel,
+    reps: list[tuple[InferenceOption, cp_model.IntVar, int]],
+    capacity: Expr,
+    need: int,
+    k: int,
+    name: str,
+) -> None:
     """N+k: demand is still met with k replicas of the largest kind in use down.
 
     Incremental form (tighter LP than one indicator per option): with options
@@ -280,7 +294,9 @@ def _spare(m: cp_model.CpModel, reps: list, capacity: cp_model.LinearExpr, need:
     m.add(capacity >= need + k * largest).with_name(f"service:{name}:spare")
 
 
-def _cover_cuts(m: cp_model.CpModel, reps: list, need: int, spare: int, name: str) -> None:  # type: ignore[type-arg]
+def _cover_cuts(
+    m: cp_model.CpModel, reps: list[tuple[InferenceOption, cp_model.IntVar, int]], need: int, spare: int, name: str
+) -> None:
     """Valid inequalities that tighten the LP bound a lot when replicas are large.
 
     Whatever kinds are used, capacity must reach ``need + spare * (smallest replica)``;
@@ -298,17 +314,17 @@ def _gpu_use(b: Built) -> None:
     """GPUs per pool: services hold theirs for the whole year; training jobs hold theirs
     only while they run, so jobs that do not overlap in time share a pool."""
     periods = range(b.periods)
-    serve: dict[PoolKey, list[list[cp_model.LinearExpr]]] = {k: [[] for _ in periods] for k in b.pools}
+    serve: dict[PoolKey, list[list[Expr]]] = {k: [[] for _ in periods] for k in b.pools}
     jobs: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar, str]]] = {k: [] for k in b.pools}
     for name, xs in b.train.items():
         for o, x in xs:
             if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
                 jobs[o.pool].append((o, x, name))
     for rs in b.serve.values():
-        for o, per_year in rs:
-            if o.rent_usd_per_gpu_hour is None:
+        for rep, per_year in rs:
+            if rep.rent_usd_per_gpu_hour is None:
                 for y in periods:
-                    serve[o.pool][y].append(o.gpus_per_replica * per_year[y])
+                    serve[rep.pool][y].append(rep.gpus_per_replica * per_year[y])
     m = b.model
     for key, p in b.pools.items():
         # Sizes are powers of two dividing the server's GPU count, so a total that
@@ -377,9 +393,9 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
 def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
     """The quantities site and money limits bound: capex, IT power by year, racks."""
     rack_price = u.usd(catalog.rack.price.usd)
-    capex = 0
-    power = 0
-    racks = 0
+    capex: Expr = 0
+    power: Expr = 0
+    racks: Expr = 0
     for p in b.pools.values():
         for y, bought in enumerate(p.bought):
             capex += u.usd(server_price_usd(p.spec, catalog, problem, y)) * bought
@@ -462,8 +478,8 @@ def rent_pv_usd(option: InferenceOption | TrainingOption, problem: Problem, rate
     return rates.job_rent_pv_usd(option.gpus, option.days, price, job.deadline_days)
 
 
-def _rent(b: Built, problem: Problem, rates: Rates) -> cp_model.LinearExpr:
-    cost = 0
+def _rent(b: Built, problem: Problem, rates: Rates) -> Expr:
+    cost: Expr = 0
     for xs in b.train.values():
         cost += sum(u.usd(rent_pv_usd(o, problem, rates)) * x for o, x in xs if o.rent_usd_per_gpu_hour is not None)
     for rs in b.serve.values():
@@ -478,14 +494,14 @@ def _rent(b: Built, problem: Problem, rates: Rates) -> cp_model.LinearExpr:
     return cost
 
 
-def _objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> cp_model.LinearExpr:
+def _objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> Expr:
     """TCO in whole dollars: each unit's price plus its discounted running costs."""
     life = problem.finance.hardware_lifetime_years if b.periods > 1 else None
 
     def unit(price: float, power_w: float, category: str, year: int = 0, years: int | None = None) -> int:
         return u.usd(rates.unit_tco_usd(round(price), power_w, category, year, years))
 
-    tco = 0
+    tco: Expr = 0
     for p in b.pools.values():
         s = p.spec
         for y, bought in enumerate(p.bought):

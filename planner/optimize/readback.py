@@ -10,9 +10,10 @@ from planner.catalog import Catalog
 from planner.finance import LineItem
 from planner.optimize.model import Built
 from planner.optimize.solve import Solved
+from planner.options.types import InferenceOption
 from planner.pricing import decline_per_year, server_price_usd
 from planner.schema.plan import BucketRoute, InferenceRow, ReplicaRow, RouteShare, ServerRow, TrainingRow
-from planner.schema.problem import Problem
+from planner.schema.problem import InferenceService, Problem
 
 
 @dataclass
@@ -292,7 +293,9 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
     return rows
 
 
-def _routing(b: Built, s: Solved, svc, kinds, y: int, required: float) -> list[BucketRoute]:  # type: ignore[no-untyped-def]
+def _routing(
+    b: Built, s: Solved, svc: InferenceService, kinds: list[tuple[int, InferenceOption, int]], y: int, required: float
+) -> list[BucketRoute]:
     """Bucket -> replica kind -> share of the bucket, as the solver routed it."""
     assert svc.mix is not None
     slices = svc.mix.slices
@@ -306,6 +309,7 @@ def _routing(b: Built, s: Solved, svc, kinds, y: int, required: float) -> list[B
             got = s.value(z) if z is not None else 0
             if got:
                 e = o.buckets[k]
+                assert e is not None  # the model routes a bucket only to kinds that can serve it
                 shares.append(
                     RouteShare(
                         replica=index,
@@ -331,7 +335,7 @@ def _routing(b: Built, s: Solved, svc, kinds, y: int, required: float) -> list[B
     return out
 
 
-def _replica_rps(o, routing: list[BucketRoute], index: int) -> float:  # type: ignore[no-untyped-def]
+def _replica_rps(o: InferenceOption, routing: list[BucketRoute], index: int) -> float:
     """A mix replica's capacity for the traffic routed to it: its requests per unit of its time."""
     rps = busy = 0.0
     for k, bucket in enumerate(routing):

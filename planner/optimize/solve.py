@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from ortools.sat.python import cp_model
 
@@ -21,10 +22,12 @@ FIRST_PHASE = 5.0
 SMALL_MODEL_VARIABLES = 5000
 DEFAULT_DETERMINISTIC_LIMIT = 60.0
 
+SolveStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
+
 
 @dataclass
 class Solved:
-    status: str  # optimal | feasible | infeasible | unknown
+    status: SolveStatus
     solver: cp_model.CpSolver
     objective: float
     bound: float
@@ -101,12 +104,13 @@ def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, 
     p.max_deterministic_time = limit
     p.log_search_progress = False
     code = solver.solve(model)
-    status = {
+    statuses: dict[cp_model.CpSolverStatus, SolveStatus | Literal["invalid"]] = {
         cp_model.OPTIMAL: "optimal",
         cp_model.FEASIBLE: "feasible",
         cp_model.INFEASIBLE: "infeasible",
         cp_model.MODEL_INVALID: "invalid",
-    }.get(code, "unknown")
+    }
+    status = statuses.get(code, "unknown")
     if status == "invalid":
         raise PlannerError("internal error: CP-SAT reports the model invalid")
     found = status in ("optimal", "feasible")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model, cp_model_helper
 
-from planner.optimize.model import Built, upper
+from planner.optimize.model import Built, Expr, upper
 from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, solve
 
 TIE_LIMIT = 2.0  # deterministic seconds per re-solve
@@ -36,7 +36,7 @@ SAFE_RANGE = 2**53  # largest weighted objective solved in one stage (exact as a
 @dataclass(frozen=True)
 class Level:
     name: str
-    expr: cp_model.LinearExprT
+    expr: Expr
     lo: int
     hi: int
 
@@ -140,7 +140,7 @@ def lower(var: cp_model.IntVar) -> int:
     return int(var.proto.domain[0])
 
 
-def expr_bounds(expr: cp_model.LinearExprT) -> tuple[int, int]:
+def expr_bounds(expr: Expr) -> tuple[int, int]:
     """Smallest and largest value of a linear expression over its variables' domains."""
     if isinstance(expr, int):
         return expr, expr

@@ -14,7 +14,7 @@ from planner.options.inference import inference_options
 from planner.options.pools import RELAXABLE_BOUNDS, pool_limit
 from planner.options.rentals import add_rentals
 from planner.options.training import topological, training_options
-from planner.options.types import Rejection, WorkloadOptions
+from planner.options.types import InferenceOption, Rejection, TrainingOption, WorkloadOptions
 from planner.schema.problem import Problem
 
 
@@ -58,7 +58,8 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
             add_rentals(wo, catalog, problem.finance.rent)
     if not problem.finance.buy:  # rent only
         for wo in out:
-            owned = [o for o in [*wo.inference, *wo.training] if o.rent_usd_per_gpu_hour is None]
+            options: list[InferenceOption | TrainingOption] = [*wo.inference, *wo.training]
+            owned = [o for o in options if o.rent_usd_per_gpu_hour is None]
             wo.rejected += [
                 Rejection(o.gpu, o.pool.server, "rent only (finance.buy: false), no cloud price") for o in owned
             ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
-from planner.options.types import InferenceOption, Rejection, WorkloadOptions
+from planner.options.types import InferenceOption, PoolLimit, Rejection, WorkloadOptions
 from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference, max_tp_candidates
 from planner.perf.links import link_for
 from planner.perf.shapes import ModelShape, shape_of
@@ -13,7 +13,7 @@ from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.problem import InferenceService, MeasuredThroughput
 
 
-def inference_options(svc: InferenceService, catalog: Catalog, limit) -> WorkloadOptions:  # type: ignore[no-untyped-def]
+def inference_options(svc: InferenceService, catalog: Catalog, limit: PoolLimit) -> WorkloadOptions:
     shape = shape_of(svc.model, catalog) if svc.model is not None else None
     wo = WorkloadOptions(svc.name, "inference", shape)
     # the user's benchmarks, by (GPU, precision, GPUs per replica); excluded GPUs drop out
@@ -33,6 +33,7 @@ def inference_options(svc: InferenceService, catalog: Catalog, limit) -> Workloa
             found: list[InferenceOption] = []
             tps = max_tp_candidates(chassis.gpus_per_server)
             for precision in svc.precisions if shape is not None and svc.mix is None else []:
+                assert shape is not None  # the loop runs only with a shape
                 for tp in tps:
                     if (gpu_id, precision, tp) in measured:
                         continue  # measured numbers win (below)
@@ -88,8 +89,14 @@ def _at_targets(
     return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
 
 
-def _mix_options(  # type: ignore[no-untyped-def]
-    svc: InferenceService, catalog: Catalog, chassis: ServerChassis, gpu: Gpu, key: PoolKey, tps: list[int], wo
+def _mix_options(
+    svc: InferenceService,
+    catalog: Catalog,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    key: PoolKey,
+    tps: list[int],
+    wo: WorkloadOptions,
 ) -> list[InferenceOption]:
     """Replica kinds for a request-size mix: each bucket estimated at its own sizes (or taken
     from the user's per-bucket measurement); a kind is kept if it serves any bucket."""

@@ -15,7 +15,7 @@ def add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
     services for the whole horizon (at the reserved price when asked), training
     jobs for their duration (on demand: nobody commits for years to a burst).
     """
-    served: dict[tuple, InferenceOption] = {}  # type: ignore[type-arg]
+    served: dict[tuple[str, str, int], InferenceOption] = {}
     for o in wo.inference:
         price = catalog.rent_usd_per_gpu_hour(o.gpu, pricing)
         # a cloud GPU is the same in any chassis: one rented twin per (GPU, precision, size)

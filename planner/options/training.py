@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
-from planner.options.types import Rejection, TrainingOption, WorkloadOptions
+from planner.options.types import PoolLimit, Rejection, TrainingOption, WorkloadOptions
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
+from planner.schema.catalog import Fabric, Gpu, ServerChassis
 from planner.schema.problem import Problem, TrainingJob
+
+Estimator: TypeAlias = Callable[[int], TrainingEstimate]  # a job's figures on n GPUs
 
 
 def topological(jobs: list[TrainingJob]) -> list[TrainingJob]:
@@ -31,7 +35,7 @@ def training_options(
     job: TrainingJob,
     problem: Problem,
     catalog: Catalog,
-    limit,  # type: ignore[no-untyped-def]
+    limit: PoolLimit,
     has_dependents: bool,
     slower: bool = False,
     earliest_start: float | None = None,
@@ -52,6 +56,7 @@ def training_options(
                 if cap == 0:
                     wo.rejected.append(Rejection(gpu_id, chassis.id, why))
                     continue
+                sizes: Sequence[int]
                 if fabric.kind == "none":
                     sizes = gpu_counts(chassis.gpus_per_server, 1)
                 else:  # whole servers, 2..cap of them (a lazy range: caps can be large)
@@ -59,7 +64,9 @@ def training_options(
                         2 * chassis.gpus_per_server, (cap + 1) * chassis.gpus_per_server, chassis.gpus_per_server
                     )
 
-                def estimate(n: int, chassis=chassis, gpu=gpu, fabric=fabric) -> TrainingEstimate:  # type: ignore[no-untyped-def]
+                def estimate(
+                    n: int, chassis: ServerChassis = chassis, gpu: Gpu = gpu, fabric: Fabric = fabric
+                ) -> TrainingEstimate:
                     q = TrainingQuery(
                         model=shape,
                         gpu=gpu,
@@ -94,7 +101,7 @@ def training_options(
     return wo
 
 
-def _smallest_in_time(sizes: Sequence[int], estimate, window: float) -> tuple[int | None, str]:  # type: ignore[no-untyped-def]
+def _smallest_in_time(sizes: Sequence[int], estimate: Estimator, window: float) -> tuple[int | None, str]:
     """The smallest size that fits in memory and finishes within the window.
 
     Larger jobs finish sooner (scaling losses are small per doubling), so the
@@ -118,7 +125,7 @@ def _smallest_in_time(sizes: Sequence[int], estimate, window: float) -> tuple[in
     return sizes[lo], ""
 
 
-def _slower_sizes(sizes: Sequence[int], estimate, longest_days: float, chosen: int | None) -> list[int]:  # type: ignore[no-untyped-def]
+def _slower_sizes(sizes: Sequence[int], estimate: Estimator, longest_days: float, chosen: int | None) -> list[int]:
     """Sizes from the smallest that finishes within the horizon up to the deadline's size.
 
     Every size up to 16 servers' worth, then steps of about 10%: a deadline fix found

@@ -3,12 +3,17 @@ with its figures, and the reasons other ways were rejected."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from planner.bom import PoolKey
 from planner.perf.inference import InferenceEstimate
 from planner.perf.shapes import ModelShape
 from planner.perf.training import TrainingEstimate
+
+# The most servers a pool could hold, with the reason when that is 0 (see options.pools.pool_limit).
+PoolLimit: TypeAlias = Callable[[PoolKey], tuple[int, str]]
 
 
 @dataclass(frozen=True)
