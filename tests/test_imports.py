@@ -66,4 +66,6 @@ def test_physics_knows_nothing_of_the_solver() -> None:
     graph = import_graph()
     for module in (m for m in graph if m.startswith("planner.perf.") and "calibration" not in m):
         reached = nx.descendants(graph, module)
-        assert not any(r.startswith(("planner.optimize", "planner.options", "planner.pipeline")) for r in reached), module
+        assert not any(r.startswith(("planner.optimize", "planner.options", "planner.pipeline")) for r in reached), (
+            module
+        )
