@@ -36,9 +36,14 @@ CHAT = """  - name: chat
 def test_a_benchmark_overrides_the_model():
     modelled = solve_text(_problem(CHAT))
     # claim an L4 replica serves 40 requests/s: far beyond the model, so it must win
-    measured = solve_text(_problem(CHAT + """    measured:
+    measured = solve_text(
+        _problem(
+            CHAT
+            + """    measured:
       - {gpu: L4, precision: fp8, gpus_per_replica: 1, requests_per_s: 40, tpot_ms: 30}
-"""))
+"""
+        )
+    )
     reps = measured.inference[0].replicas
     assert [(r.gpu, r.source, r.count) for r in reps] == [("L4", "measured", 1)]
     assert measured.inference[0].capacity_rps == pytest.approx(40)
@@ -47,21 +52,28 @@ def test_a_benchmark_overrides_the_model():
 
 
 def test_a_benchmark_that_misses_the_target_is_not_used():
-    plan = solve_text(_problem(CHAT + """    measured:
+    plan = solve_text(
+        _problem(
+            CHAT
+            + """    measured:
       - {gpu: L4, precision: fp8, requests_per_s: 400, tpot_ms: 80}
-"""))
+"""
+        )
+    )
     assert all(r.source == "model" for r in plan.inference[0].replicas)
 
 
 def test_generic_service_is_planned_from_benchmarks_alone():
-    plan = solve_text(_problem("""  - name: ocr
+    plan = solve_text(
+        _problem("""  - name: ocr
     requests_per_s: 100
     spare_replicas: 1
     measured:
       - {gpu: T4, requests_per_s: 12}
       - {gpu: L4, requests_per_s: 30}
       - {gpu: L40S, requests_per_s: 70}
-"""))
+""")
+    )
     svc = plan.inference[0]
     assert svc.model == "generic"
     assert plan.status == "optimal" and plan.verification == []
@@ -72,6 +84,8 @@ def test_generic_service_is_planned_from_benchmarks_alone():
 
 def test_generic_service_needs_measurements():
     with pytest.raises(InputError, match="measured"):
-        solve_text(_problem("""  - name: ocr
+        solve_text(
+            _problem("""  - name: ocr
     requests_per_s: 100
-"""))
+""")
+        )
