@@ -1,0 +1,203 @@
+"""Workloads: each job and each replica kind recomputed with the performance model (or the
+user's own benchmark); the demand carried and the p99 latencies go to the limit checks."""
+
+from __future__ import annotations
+
+import math
+
+from planner.catalog import Catalog
+from planner.limits.base import Measured
+from planner.limits.measure import carried_rps
+from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
+from planner.perf.shapes import shape_of
+from planner.schema.plan import InferenceRow, Plan, ReplicaRow
+from planner.schema.problem import InferenceService, MixBucket, Problem
+from planner.verify.common import REL
+
+
+def check_training(problem: Problem, plan: Plan, errs: list[str], m: Measured) -> None:
+    rows = {t.name: t for t in plan.training}
+    for job in problem.training:
+        t = rows.get(job.name)
+        if t is None:
+            errs.append(f"job {job.name} is not in the plan")
+            continue
+        if t.start_day + 1e-9 < job.release_day:
+            errs.append(f"job {job.name} starts on day {t.start_day} before its release day {job.release_day}")
+        if t.end_day < t.start_day + t.days - 0.01:
+            errs.append(f"job {job.name}: end {t.end_day} is before start + duration")
+        m.job_end_day[job.name] = max(t.end_day, t.start_day + t.days)  # the deadline family checks it
+        for dep in job.after:
+            d = next((r for n, r in rows.items() if n.lower() == dep.lower()), None)
+            if d and t.start_day + 1e-9 < d.end_day:
+                errs.append(f"job {job.name} starts before {d.name} ends")
+
+
+def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
+    """Each replica kind recomputed with the performance model (or the user's benchmark);
+    the demand each year's replicas carry and their p99 latencies go to the limit checks."""
+    for svc in problem.inference:
+        rows = [s for s in plan.inference if s.name == svc.name]
+        if not rows:
+            errs.append(f"service {svc.name} is not in the plan")
+            continue
+        latencies: list[tuple[float, float]] = []
+        for row in rows:
+            need = (
+                svc.peak_requests_per_s(problem.horizon_years)
+                if row.year is None
+                else svc.requests_per_s_in_year(row.year)
+            )
+            if not math.isclose(row.required_rps, need, rel_tol=REL):
+                errs.append(f"service {svc.name}{_year(row)}: plans for {row.required_rps} rps, demand is {need:g}")
+            if svc.mix is not None:
+                latencies += _check_mix(svc, row, need * (1 + svc.min_spare_share), catalog, errs)
+            for rep in [] if svc.mix is not None else row.replicas:
+                why, p99 = (
+                    _check_measured(svc, rep, catalog)
+                    if rep.source == "measured"
+                    else _check_modelled(svc, rep, catalog)
+                )
+                if why:
+                    errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {why}")
+                latencies.append(p99)
+            carried = carried_rps(row, svc.min_spare_share, svc.mix is not None)
+            if svc.name not in m.carried_margin_rps or carried - need < m.carried_margin_rps[svc.name]:
+                m.carried_rps[svc.name], m.carried_margin_rps[svc.name] = carried, carried - need
+                m.required_rps[svc.name] = need
+        m.ttft_p99_ms[svc.name] = max((ttft for ttft, _ in latencies), default=0.0)
+        m.tpot_p99_ms[svc.name] = max((tpot for _, tpot in latencies), default=0.0)
+
+
+def _year(row: InferenceRow) -> str:
+    return "" if row.year is None else f" (year {row.year})"
+
+
+def _check_mix(
+    svc: InferenceService, row: InferenceRow, need: float, catalog: Catalog, errs: list[str]
+) -> list[tuple[float, float]]:
+    """Every bucket is fully routed, in whole slices, to kinds that meet its targets at its own
+    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares).
+    Returns the recomputed p99 (TTFT, TPOT) of every route."""
+    assert svc.mix is not None
+    latencies: list[tuple[float, float]] = []
+    busy = [0.0] * len(row.replicas)
+    buckets = svc.mix.sized
+    if [b.bucket for b in row.routing] != [b.label for b in buckets]:
+        errs.append(f"service {svc.name}{_year(row)}: routing does not list the mix's buckets")
+        return latencies
+    for bucket, route in zip(buckets, row.routing, strict=True):
+        total = sum(r.share for r in route.routes)
+        if abs(total - 1) > 1e-9:
+            errs.append(f"service {svc.name}{_year(row)}: bucket {bucket.label} routed {total:.4f} of its requests")
+        for r in route.routes:
+            slices = r.share * svc.mix.slices
+            if abs(slices - round(slices)) > 1e-9:
+                errs.append(f"service {svc.name}: bucket {bucket.label}: share {r.share} is not whole slices")
+            rep = row.replicas[r.replica]
+            rps, why, p99 = _bucket_capacity(svc, rep, bucket, catalog)
+            if why:
+                errs.append(f"service {svc.name}: bucket {bucket.label} on {rep.gpu} x{rep.gpus_per_replica}: {why}")
+                continue
+            latencies.append(p99)
+            busy[r.replica] += need * bucket.share * r.share / rps
+    for rep, load in zip(row.replicas, busy, strict=True):
+        if load > rep.count + 1e-4:
+            errs.append(f"service {svc.name}{_year(row)}: {rep.gpu} needs {load:.3f} replicas, plan has {rep.count}")
+    if sum(r.count for r in row.replicas) + 1e-4 < sum(busy) + svc.spare_replicas:
+        errs.append(f"service {svc.name}{_year(row)}: fewer than {svc.spare_replicas} spare replicas")
+    return latencies
+
+
+P99 = tuple[float, float]  # (TTFT, TPOT) at the p99, ms
+
+
+def _bucket_capacity(
+    svc: InferenceService, rep: ReplicaRow, bucket: MixBucket, catalog: Catalog
+) -> tuple[float, str, P99]:
+    """A replica kind's planning requests/s on one bucket and its p99 latencies, recomputed;
+    or why it cannot serve it."""
+    for m in svc.measured:
+        if (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
+            rep.gpu,
+            rep.precision,
+            rep.gpus_per_replica,
+        ) and (m.bucket or "").lower() == bucket.label.lower():
+            return m.requests_per_s, "", (m.ttft_ms or 0.0, m.tpot_ms or 0.0)
+    if svc.model is None:
+        return 0.0, "no measurement for this bucket", (0.0, 0.0)
+    est, why = _recompute(
+        svc, rep, catalog, bucket.input_tokens, bucket.output_tokens, tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms
+    )
+    if est is None:
+        return 0.0, why, (0.0, 0.0)
+    return est.planning_requests_per_s, "", (est.ttft_p99_ms, est.tpot_p99_ms)
+
+
+def _recompute(
+    svc: InferenceService,
+    rep: ReplicaRow,
+    catalog: Catalog,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    concurrency: int | None = None,
+    tpot_ms: float | None = None,
+    ttft_ms: float | None = None,
+) -> tuple[InferenceEstimate | None, str]:
+    """The replica recomputed with the performance model on requests of one size (at a fixed
+    ``concurrency``, or at the largest batch meeting the targets), or why it does not fit."""
+    from planner.perf.links import link_for
+
+    assert svc.model is not None
+    if rep.precision not in svc.precisions:
+        return None, "precision not allowed"
+    gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    q = InferenceQuery(
+        model=shape_of(svc.model, catalog),
+        gpu=gpu,
+        gpus=rep.gpus_per_replica,
+        precision=rep.precision,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        link=link_for(chassis, gpu, rep.gpus_per_replica),
+        concurrency=concurrency,
+        tpot_ms=tpot_ms,
+        ttft_ms=ttft_ms,
+    )
+    eff = catalog.efficiency
+    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+    if not est.fits:
+        return None, f"does not fit: {est.reason}"
+    return est, ""  # its p99 latencies are held to the targets by the limit checks
+
+
+def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
+    """Recompute the replica at the service's mean sizes and the batch the plan claims."""
+    if svc.model is None:
+        return "a generic service has only measured replicas", (0.0, 0.0)
+    est, why = _recompute(svc, rep, catalog, svc.input_tokens, svc.output_tokens, concurrency=rep.batch)
+    if est is None:
+        return why, (0.0, 0.0)
+    p99 = (est.ttft_p99_ms, est.tpot_p99_ms)
+    if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
+        return f"claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}", p99
+    if abs(rep.ttft_ms - est.ttft_p99_ms) > 0.01 or abs(rep.tpot_ms - est.tpot_p99_ms) > 0.01:
+        return f"claims p99 TTFT/TPOT {rep.ttft_ms}/{rep.tpot_ms} ms, recomputed {p99[0]:.3f}/{p99[1]:.3f}", p99
+    return "", p99
+
+
+def _check_measured(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
+    """A measured replica can claim no more than the user's own benchmark."""
+    for m in svc.measured:
+        same = (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == (
+            rep.gpu,
+            rep.precision,
+            rep.gpus_per_replica,
+        )
+        if same:
+            p99 = (m.ttft_ms or 0.0, m.tpot_ms or 0.0)
+            if rep.rps_per_replica > m.requests_per_s + 1e-6:
+                return f"claims {rep.rps_per_replica} rps > measured {m.requests_per_s}", p99
+            return "", p99
+    return "marked measured, but the problem has no such measurement", (0.0, 0.0)
