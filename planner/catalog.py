@@ -1,7 +1,8 @@
 """The bundled catalogs, loaded once, with name lookup and a problem's overrides.
 
-Catalog files ship inside the package (``planner/catalogs``), so ``planner``
-finds them from any working directory and after a non-editable install.
+The YAML files live in the top-level ``catalogs/`` folder, where users read and edit them, and
+are installed as the package ``planner.catalogs`` (pyproject.toml maps one to the other), so
+``planner`` finds them from any working directory, after a regular or an editable install.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planner.errors import CatalogError, InputError
 from planner.schema.catalog import (
@@ -32,6 +33,7 @@ from planner.schema.catalog import (
 )
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 # libyaml's safe loader where the wheel has it: catalogs are read on every run.
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -132,11 +134,11 @@ def _lookup(table: dict[str, T], name: str, what: str) -> T:
     return table[key]
 
 
-def _read(name: str, model: type[T]) -> T:
-    ref = resources.files("planner") / "catalogs" / name
+def _read(name: str, model: type[M]) -> M:
+    ref = resources.files("planner.catalogs") / name
     try:
         data: Any = yaml.load(ref.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
-        return model.model_validate(data)  # type: ignore[attr-defined,no-any-return]
+        return model.model_validate(data)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise CatalogError(f"bundled catalog {name} is invalid: {exc}") from exc
 
