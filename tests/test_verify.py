@@ -363,14 +363,18 @@ def test_a_purchase_rows_extended_price(lab: Solved) -> None:
     plan.capex_usd += 1000  # the list still sums to the capex: only the row is wrong
     _row(plan, "budget").used += 1000
     errs = lab.verify(plan)
-    assert errs == [f"purchase {row.sku}: {row.quantity} x {row.unit_price_usd} != {row.extended_price_usd}"]
+    assert errs[0] == f"purchase {row.sku}: {row.quantity} x {row.unit_price_usd} != {row.extended_price_usd}"
+    # capex is recomputed from the rows: the extra $1,000 is nowhere in the hardware
+    assert _has(errs, f"capex: plan says {plan.capex_usd:,.2f}, its servers, network and racks cost"), errs
 
 
 def test_capex_must_be_the_purchase_list(lab: Solved) -> None:
     plan = lab.broken()
     plan.capex_usd += 1000
     errs = lab.verify(plan)
-    assert errs == [f"purchase list sums to {lab.plan.capex_usd}, capex is {plan.capex_usd}"]
+    assert errs[0] == f"purchase list sums to {lab.plan.capex_usd}, capex is {plan.capex_usd}"
+    assert _has(errs, f"capex: plan says {plan.capex_usd:,.2f}, its servers, network and racks cost"), errs
+    assert _has(errs, "cash flows carry"), errs
 
 
 def test_network_ports_must_be_the_servers_nics(fabric: Solved) -> None:
@@ -672,18 +676,30 @@ def _extra_capex(plan: Plan, usd: float) -> None:
     plan.capex_usd += usd
 
 
+def _budget(s: Solved, usd: float) -> Problem:
+    """The solved problem with a smaller budget: its plan, unchanged, now spends too much."""
+    return s.problem.model_copy(update={"finance": s.problem.finance.model_copy(update={"budget_usd": usd})})
+
+
 def test_budget_exceeded(lab: Solved) -> None:
     plan = lab.broken()
+    errs = verify(_budget(lab, plan.capex_usd - 1000), lab.catalog, plan)
+    assert errs == [f"budget: {plan.capex_usd:,.3f} usd > {plan.capex_usd - 1000:,.3f} allowed"], errs
+
+
+def test_capex_the_hardware_does_not_explain(lab: Solved) -> None:
+    """A purchase line that buys nothing the plan runs: capex no longer matches the rows."""
+    plan = lab.broken()
     _extra_capex(plan, 2_000_000)
+    _row(plan, "budget").used += 2_000_000
     errs = lab.verify(plan)
-    assert any(e.startswith("budget: 2,076,000.000 usd > 2,000,000.000 allowed") for e in errs), errs
+    assert any(e.startswith("capex: plan says 2,076,000.00") for e in errs), errs
 
 
 def test_budget_exceeded_in_an_example_problem(workstation: Solved) -> None:
     plan = workstation.broken()
-    _extra_capex(plan, 28_000 - plan.capex_usd + 100)
-    errs = workstation.verify(plan)
-    assert any(e.startswith("budget:") and "> 28,000.000 allowed" in e for e in errs), errs
+    errs = verify(_budget(workstation, 20_000), workstation.catalog, plan)
+    assert any(e.startswith("budget:") and "> 20,000.000 allowed" in e for e in errs), errs
 
 
 def test_site_power_exceeded(lab: Solved) -> None:
@@ -764,3 +780,82 @@ def test_every_limits_report_row_is_checked(name: str, request: pytest.FixtureRe
         removed = s.broken()
         del removed.constraints[i]
         assert s.verify(removed) == [f"{row.name}: missing from the plan's limits report"]
+
+
+# --- checks that recompute what the plan used to be trusted on -------------------------------
+
+
+def test_an_excluded_gpu_against_the_pipelines_own_catalog(lab: Solved) -> None:
+    """The restricted catalog has no excluded GPU: a violation, not a KeyError."""
+    plan = lab.broken()
+    plan.servers[0].gpu = "T4"
+    errs = lab.verify(plan)
+    assert _has(errs, "not in the catalog this problem may buy from"), errs
+
+
+def test_a_job_whose_days_are_not_what_it_takes(lab: Solved) -> None:
+    plan = lab.broken()
+    t = plan.training[0]
+    t.days, t.end_day = 1.0, t.start_day + 1.0
+    errs = lab.verify(plan)
+    assert any(e.startswith(f"job {t.name}: takes 1 days in the plan") for e in errs), errs
+
+
+def test_renting_when_the_problem_rents_nothing(lab: Solved) -> None:
+    plan = lab.broken()
+    svc = plan.inference[0]
+    svc.replicas[0].rented = True
+    errs = lab.verify(plan)
+    assert _has(errs, "rented, but the problem rents nothing (finance.rent: none)"), errs
+
+
+def test_buying_when_the_problem_only_rents(lab: Solved) -> None:
+    rent_only = lab.problem.model_copy(update={"finance": lab.problem.finance.model_copy(update={"buy": False})})
+    errs = verify(rent_only, lab.catalog, lab.broken())
+    assert _has(errs, "bought, but the problem only rents (finance.buy: false)"), errs
+
+
+def test_a_mix_kind_claiming_ten_times_its_rate(mix: Solved) -> None:
+    plan = mix.broken()
+    rep = next(r for r in plan.inference[0].replicas if r.rps_per_replica > 0)
+    rep.rps_per_replica *= 10
+    errs = mix.verify(plan)
+    assert _has(errs, f"{rep.gpu} claims {rep.rps_per_replica} rps per replica for the requests sent to it"), errs
+
+
+def test_a_route_to_an_unlisted_replica_kind(mix: Solved) -> None:
+    plan = mix.broken()
+    route = plan.inference[0].routing[0].routes[0]
+    route.replica = len(plan.inference[0].replicas) + 3
+    errs = mix.verify(plan)
+    assert _has(errs, f"routed to replica kind {route.replica}, not listed"), errs
+
+
+def test_a_network_on_a_fabric_the_catalog_lacks(fabric: Solved) -> None:
+    plan = fabric.broken()
+    plan.network[0]["fabric"] = "warp-drive"
+    errs = fabric.verify(plan)
+    assert _has(errs, "fabric warp-drive: not in the catalog"), errs
+
+
+def test_a_job_rented_when_the_problem_rents_nothing(lab: Solved) -> None:
+    plan = lab.broken()
+    plan.training[0].rented = True
+    errs = lab.verify(plan)
+    assert _has(errs, f"job {plan.training[0].name}: rented, but the problem rents nothing"), errs
+
+
+def test_a_job_on_a_server_the_catalog_lacks(lab: Solved) -> None:
+    plan = lab.broken()
+    t = plan.training[0]
+    t.server = "no-such-chassis"
+    errs = lab.verify(plan)
+    assert _has(errs, f"job {t.name}: server no-such-chassis is not in the catalog"), errs
+    assert _has(errs, f"job {t.name}: no-such-chassis+{t.gpu} on {t.fabric} is not in the catalog"), errs
+
+
+def test_a_replica_on_a_gpu_the_catalog_lacks(lab: Solved) -> None:
+    plan = lab.broken()
+    plan.inference[0].replicas[0].gpu = "T4"
+    errs = lab.verify(plan)
+    assert _has(errs, "not in the catalog this problem may buy from (excluded?)"), errs

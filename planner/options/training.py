@@ -11,7 +11,7 @@ from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.types import PoolLimit, Rejection, TrainingOption, WorkloadOptions
 from planner.perf.links import link_for
-from planner.perf.shapes import shape_of
+from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
 from planner.schema.catalog import Fabric, Gpu, ServerChassis
 from planner.schema.problem import Problem, TrainingJob
@@ -44,7 +44,6 @@ def training_options(
     wo = WorkloadOptions(job.name, "training", shape)
     start = job.release_day if earliest_start is None else earliest_start
     window = job.deadline_days - start
-    eff = catalog.efficiency
     for chassis in catalog.servers.values():
         for gpu_id in chassis.gpus:
             gpu = catalog.gpus[gpu_id]
@@ -67,22 +66,7 @@ def training_options(
                 def estimate(
                     n: int, chassis: ServerChassis = chassis, gpu: Gpu = gpu, fabric: Fabric = fabric
                 ) -> TrainingEstimate:
-                    q = TrainingQuery(
-                        model=shape,
-                        gpu=gpu,
-                        gpus=n,
-                        tokens=job.tokens,
-                        precision=job.precision,
-                        method=job.method,
-                        fabric=fabric,
-                        gpus_per_server=chassis.gpus_per_server,
-                        gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
-                        seq_len=job.seq_len,
-                        mfu=job.mfu,
-                    )
-                    return estimate_training(
-                        q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction
-                    )
+                    return estimate_job(job, shape, catalog, chassis, gpu, fabric, n)
 
                 chosen, reason = _smallest_in_time(sizes, estimate, window)
                 picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
@@ -99,6 +83,27 @@ def training_options(
                     if est.fits and est.days <= limit_days:
                         wo.training.append(TrainingOption(job.name, key, n, est))
     return wo
+
+
+def estimate_job(
+    job: TrainingJob, shape: ModelShape, catalog: Catalog, chassis: ServerChassis, gpu: Gpu, fabric: Fabric, n: int
+) -> TrainingEstimate:
+    """One job on ``n`` GPUs of one kind in one chassis and fabric (the verifier asks the same)."""
+    q = TrainingQuery(
+        model=shape,
+        gpu=gpu,
+        gpus=n,
+        tokens=job.tokens,
+        precision=job.precision,
+        method=job.method,
+        fabric=fabric,
+        gpus_per_server=chassis.gpus_per_server,
+        gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
+        seq_len=job.seq_len,
+        mfu=job.mfu,
+    )
+    eff = catalog.efficiency
+    return estimate_training(q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction)
 
 
 def _smallest_in_time(sizes: Sequence[int], estimate: Estimator, window: float) -> tuple[int | None, str]:

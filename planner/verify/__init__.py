@@ -27,7 +27,7 @@ def verify(problem: Problem, catalog: Catalog, plan: Plan) -> list[str]:
     m = Measured()  # the limits' quantities as recomputed here, never as the plan states them
     check_hardware(problem, catalog, plan, errs, m)
     check_gpu_usage(problem, catalog, plan, errs)
-    check_training(problem, plan, errs, m)
+    check_training(problem, catalog, plan, errs, m)
     check_inference(problem, catalog, plan, errs, m)
     check_finance(plan, errs)
     for fam in limits.FAMILIES:  # quantities of families that Measured has no field for

@@ -1,67 +1,121 @@
-"""Hardware and money: prices, power, racks, network, the purchase list, and GPUs held at every
-moment of every year."""
+"""Hardware and money: prices, power, racks, network, capex recomputed from the rows, the
+purchase list, and GPUs held at every moment of every year."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from planner import units as u
 from planner.catalog import Catalog
 from planner.limits.base import Measured
-from planner.schema.plan import Plan
+from planner.pricing import decline_per_year
+from planner.schema.plan import Plan, ServerRow
 from planner.schema.problem import Problem
 from planner.verify.common import close, in_service, life_of
 
+PoolId = tuple[str, str, str]  # (chassis, GPU, fabric)
+
+
+@dataclass
+class _Tally:
+    """What the server and network rows add up to, recomputed from the catalog."""
+
+    racks: int = 0
+    capex_usd: float = 0.0
+    ports: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    server_w: dict[int, float] = field(default_factory=dict)  # per operating year
+    life: int | None = None  # years a server runs (plans by year)
+
 
 def check_hardware(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
-    from planner.pricing import decline_per_year
-
-    site, fin = problem.site, problem.finance
-    life = life_of(problem, plan)
+    """Server prices, rack fit, network size, power, racks and capex, each recomputed; the
+    limits' quantities (capex, power, racks, the fullest rack, stock, GPU types) into ``m``."""
     years = range(1, problem.horizon_years + 1)
-    racks = 0
-    ports: dict[str, int] = defaultdict(int)
-    server_w = dict.fromkeys(years, 0.0)
-    pools: dict[tuple[str, str, str], list] = defaultdict(list)
+    tally = _Tally(server_w=dict.fromkeys(years, 0.0), life=life_of(problem, plan))
+    pools: dict[PoolId, list[ServerRow]] = defaultdict(list)
     for row in plan.servers:
         pools[(row.server, row.gpu, row.fabric)].append(row)
-    for (server, gpu_id, fid), rows in pools.items():
-        chassis = catalog.servers[server]
-        gpu = catalog.gpus[gpu_id]
-        if gpu_id not in chassis.gpus:
-            errs.append(f"server {server} cannot hold {gpu_id}")
-        for row in (r for r in rows if not r.owned):  # owned rows (--keep) were paid before
-            factor = (1 - decline_per_year(problem, catalog, gpu_id)) ** row.year
-            price = round(chassis.base_price.usd + chassis.gpus_per_server * catalog.gpu_price_usd(gpu_id) * factor)
-            if not close(price, row.unit_price_usd):
-                errs.append(f"{server}+{gpu_id} (year {row.year}): unit price {row.unit_price_usd} != catalog {price}")
-        fabric = catalog.fabrics[fid]
-        nics = chassis.scaleout_nics if fabric.kind != "none" else 0
-        power = chassis.base_power_w + chassis.gpus_per_server * gpu.tdp_w + nics * fabric.nic_power_w
-        installed = {k: sum(r.count for r in rows if in_service(r.year, k, life)) for k in years}
-        peak = max(installed.values())
-        ports[fid] += nics * peak
-        for k in years:
-            server_w[k] += power * installed[k]
-        fit = min(site.rack_units // chassis.rack_units, int(site.rack_power_kw * 1000 // power))
-        pool_racks = sum(r.racks for r in rows)
-        if fit < 1 or pool_racks < math.ceil(peak / fit):
-            errs.append(
-                f"{server}+{gpu_id}: {peak} servers need {math.ceil(peak / max(fit, 1))} racks, plan has {pool_racks}"
-            )
-        racks += pool_racks
-        m.max_rack_kw = max(m.max_rack_kw, u.kw(min(peak, fit) * power))
-        m.max_rack_units = max(m.max_rack_units, min(peak, fit) * chassis.rack_units)
-        m.server_price_usd = max([m.server_price_usd, *(r.unit_price_usd for r in rows)])
-        m.server_facility_kw = max(m.server_facility_kw, u.facility_kw(power, fin.pue))
-        if gpu_id.lower() in {x.lower() for x in problem.catalog.exclude}:
-            errs.append(f"{gpu_id} is excluded by the problem but bought")
-    it_w = 0.0
+    for pool, rows in pools.items():
+        _check_pool(problem, catalog, pool, rows, errs, m, tally)
+    switch_w = _check_network(problem, catalog, plan, errs, m, tally)
+    it_w = switch_w + max(tally.server_w.values(), default=0.0)
+    if not close(u.kw(it_w), plan.it_power_kw, 0.01):
+        errs.append(f"IT power {plan.it_power_kw} kW != recomputed {u.kw(it_w):.3f} kW")
+    if tally.racks != plan.racks:
+        errs.append(f"racks: plan says {plan.racks}, rows add to {tally.racks}")
+    owned_racks = sum(r.racks for r in plan.servers if r.owned)
+    tally.capex_usd += (tally.racks - owned_racks) * round(catalog.rack.price.usd)
+    _check_purchase(plan, tally.capex_usd, errs)
+    m.capex_usd, m.facility_kw, m.racks = tally.capex_usd, u.facility_kw(it_w, problem.finance.pue), tally.racks
+    for r in plan.servers:  # stock is per purchase year
+        bought = sum(x.count * x.gpus_per_server for x in plan.servers if x.gpu == r.gpu and x.year == r.year)
+        m.gpus_in_busiest_year[r.gpu] = max(bought, m.gpus_in_busiest_year.get(r.gpu, 0))
+    m.gpu_types = len({r.gpu for r in plan.servers if r.count})
+
+
+def _check_pool(
+    problem: Problem,
+    catalog: Catalog,
+    pool: PoolId,
+    rows: list[ServerRow],
+    errs: list[str],
+    m: Measured,
+    tally: _Tally,
+) -> None:
+    server, gpu_id, fid = pool
+    if server not in catalog.servers or gpu_id not in catalog.gpus or fid not in catalog.fabrics:
+        errs.append(f"{server}+{gpu_id} on {fid}: not in the catalog this problem may buy from (excluded?)")
+        return
+    site, fin = problem.site, problem.finance
+    chassis, gpu, fabric = catalog.servers[server], catalog.gpus[gpu_id], catalog.fabrics[fid]
+    if gpu_id not in chassis.gpus:
+        errs.append(f"server {server} cannot hold {gpu_id}")
+    if not fin.buy and any(not r.owned for r in rows):
+        errs.append(f"{server}+{gpu_id}: bought, but the problem only rents (finance.buy: false)")
+    nics = chassis.scaleout_nics if fabric.kind != "none" else 0
+    for row in (r for r in rows if not r.owned):  # owned rows (--keep) were paid before
+        factor = (1 - decline_per_year(problem, catalog, gpu_id)) ** row.year
+        price = round(chassis.base_price.usd + chassis.gpus_per_server * catalog.gpu_price_usd(gpu_id) * factor)
+        if not close(price, row.unit_price_usd):
+            errs.append(f"{server}+{gpu_id} (year {row.year}): unit price {row.unit_price_usd} != catalog {price}")
+        nic_usd = fabric.nic_price.usd if fabric.nic_price and nics else 0.0
+        tally.capex_usd += row.count * (price + nics * nic_usd)
+    power = chassis.base_power_w + chassis.gpus_per_server * gpu.tdp_w + nics * fabric.nic_power_w
+    installed = {k: sum(r.count for r in rows if in_service(r.year, k, tally.life)) for k in tally.server_w}
+    peak = max(installed.values())
+    tally.ports[fid] += nics * peak
+    for k in tally.server_w:
+        tally.server_w[k] += power * installed[k]
+    fit = min(site.rack_units // chassis.rack_units, int(u.w(site.rack_power_kw) // power))
+    pool_racks = sum(r.racks for r in rows)
+    if fit < 1 or pool_racks < math.ceil(peak / fit):
+        errs.append(
+            f"{server}+{gpu_id}: {peak} servers need {math.ceil(peak / max(fit, 1))} racks, plan has {pool_racks}"
+        )
+    tally.racks += pool_racks
+    m.max_rack_kw = max(m.max_rack_kw, u.kw(min(peak, fit) * power))
+    m.max_rack_units = max(m.max_rack_units, min(peak, fit) * chassis.rack_units)
+    m.server_price_usd = max([m.server_price_usd, *(r.unit_price_usd for r in rows)])
+    m.server_facility_kw = max(m.server_facility_kw, u.facility_kw(power, fin.pue))
+    if gpu_id.lower() in {x.lower() for x in problem.catalog.exclude}:
+        errs.append(f"{gpu_id} is excluded by the problem but bought")
+
+
+def _check_network(
+    problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured, tally: _Tally
+) -> float:
+    """Each fabric's switches for its servers' ports; returns the switches' watts."""
+    site = problem.site
+    switch_w = 0.0
     for net in plan.network:
+        if net["fabric"] not in catalog.fabrics:
+            errs.append(f"fabric {net['fabric']}: not in the catalog")
+            continue
         fabric = catalog.fabrics[net["fabric"]]
-        if net["ports"] != ports[net["fabric"]]:
-            errs.append(f"fabric {fabric.id}: {net['ports']} ports, servers have {ports[net['fabric']]} NICs")
+        if net["ports"] != tally.ports[net["fabric"]]:
+            errs.append(f"fabric {fabric.id}: {net['ports']} ports, servers have {tally.ports[net['fabric']]} NICs")
         radix = fabric.switch_radix
         p = net["ports"]
         leaves_needed = 1 if p <= radix else math.ceil(p / (radix // 2))
@@ -69,73 +123,83 @@ def check_hardware(problem: Problem, catalog: Catalog, plan: Plan, errs: list[st
         if net["leaves"] < leaves_needed or net["spines"] < spines_needed:
             errs.append(f"fabric {fabric.id}: {p} ports need {leaves_needed} leaves and {spines_needed} spines")
         switches = net["leaves"] + net["spines"]
-        it_w += switches * fabric.switch_power_w
-        racks += net["racks"]
+        switch_w += switches * fabric.switch_power_w
+        tally.racks += net["racks"]
+        if fabric.switch_price and fabric.cable_price:
+            tally.capex_usd += switches * round(fabric.switch_price.usd) + net["cables"] * round(fabric.cable_price.usd)
         fit = min(site.rack_units // fabric.switch_rack_units, int(u.w(site.rack_power_kw) // fabric.switch_power_w))
         m.max_rack_kw = max(m.max_rack_kw, u.kw(min(switches, fit) * fabric.switch_power_w))
         m.max_rack_units = max(m.max_rack_units, min(switches, fit) * fabric.switch_rack_units)
-    it_w += max(server_w.values(), default=0.0)
-    missing = {f for f, n in ports.items() if n} - {n["fabric"] for n in plan.network}
+    missing = {f for f, n in tally.ports.items() if n} - {n["fabric"] for n in plan.network}
     if missing:
         errs.append(f"servers on fabrics {sorted(missing)} but no network bought")
-    if not close(u.kw(it_w), plan.it_power_kw, 0.01):
-        errs.append(f"IT power {plan.it_power_kw} kW != recomputed {u.kw(it_w):.3f} kW")
-    if racks != plan.racks:
-        errs.append(f"racks: plan says {plan.racks}, rows add to {racks}")
+    return switch_w
+
+
+def _check_purchase(plan: Plan, capex_usd: float, errs: list[str]) -> None:
+    """The purchase list, its lines and the plan's capex all agree with what the rows cost."""
     total = sum(r.extended_price_usd for r in plan.purchase)
     for line in plan.purchase:
         if not close(line.quantity * line.unit_price_usd, line.extended_price_usd):
             errs.append(f"purchase {line.sku}: {line.quantity} x {line.unit_price_usd} != {line.extended_price_usd}")
     if not close(total, plan.capex_usd):
         errs.append(f"purchase list sums to {total}, capex is {plan.capex_usd}")
-    m.capex_usd, m.facility_kw, m.racks = total, u.facility_kw(it_w, fin.pue), racks
-    for r in plan.servers:  # stock is per purchase year
-        bought = sum(x.count * x.gpus_per_server for x in plan.servers if x.gpu == r.gpu and x.year == r.year)
-        m.gpus_in_busiest_year[r.gpu] = max(bought, m.gpus_in_busiest_year.get(r.gpu, 0))
-    m.gpu_types = len({r.gpu for r in plan.servers if r.count})
+    if not close(capex_usd, plan.capex_usd):
+        errs.append(f"capex: plan says {plan.capex_usd:,.2f}, its servers, network and racks cost {capex_usd:,.2f}")
 
 
 def check_gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
     """In every year, at every moment, the services' GPUs plus the running jobs' fit the
-    servers in service that year."""
+    servers in service that year; rented GPUs at the catalog's price, only when renting is on."""
     life = life_of(problem, plan)
-    runs: dict[tuple[str, str, str], list[tuple[float, float, int, str]]] = defaultdict(list)
+    runs: dict[PoolId, list[tuple[float, float, int, str]]] = defaultdict(list)
     pricing = problem.finance.rent
     for t in plan.training:
         if t.rented:  # a cloud's GPUs, at the on-demand price
-            if t.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(
-                t.gpu, "on_demand" if pricing != "none" else "none"
-            ):
+            if pricing == "none":
+                errs.append(f"job {t.name}: rented, but the problem rents nothing (finance.rent: none)")
+            elif t.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(t.gpu, "on_demand"):
                 errs.append(f"job {t.name}: rented at {t.rent_usd_per_gpu_hour}, not the catalog's on-demand price")
+            continue
+        if t.server not in catalog.servers:
+            errs.append(f"job {t.name}: server {t.server} is not in the catalog")
             continue
         per = catalog.servers[t.server].gpus_per_server
         if t.gpus > per and t.fabric == "none":
             errs.append(f"job {t.name}: {t.gpus} GPUs span servers without a fabric")
         runs[(t.server, t.gpu, t.fabric)].append((t.start_day, t.end_day, t.gpus, t.name))
     for svc in plan.inference:
-        for rep in svc.replicas:
-            if rep.rented and rep.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(rep.gpu, pricing):
+        for rep in (r for r in svc.replicas if r.rented):
+            if pricing == "none":
+                errs.append(f"service {svc.name}: {rep.gpu} rented, but the problem rents nothing (finance.rent: none)")
+            elif rep.rent_usd_per_gpu_hour != catalog.rent_usd_per_gpu_hour(rep.gpu, pricing):
                 errs.append(
                     f"service {svc.name}: {rep.gpu} rented at {rep.rent_usd_per_gpu_hour}, not the {pricing} price"
                 )
     for k in range(1, problem.horizon_years + 1):
-        have: dict[tuple[str, str, str], int] = defaultdict(int)
-        for r in plan.servers:
-            if in_service(r.year, k, life):
-                have[(r.server, r.gpu, r.fabric)] += r.count * r.gpus_per_server
-        held: dict[tuple[str, str, str], int] = defaultdict(int)
-        for svc in plan.inference:
-            if svc.year in (None, k):
-                for rep in svc.replicas:
-                    if not rep.rented:
-                        held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
-        begin, end = 365.0 * (k - 1), 365.0 * k
-        for key in set(held) | set(runs):
-            # the busiest moment in the year is when some job starts, or the year's start
-            moments = [begin] + [s for s, _, _, _ in runs[key] if begin <= s < end]
-            peak = max(held[key] + sum(g for s, e, g, _ in runs[key] if s <= t < e - 1e-9) for t in moments)
-            if peak > have.get(key, 0):
-                errs.append(f"{'/'.join(key)}: year {k}: workloads need {peak} GPUs at once, plan has {have[key]}")
+        _check_year(plan, k, life, runs, errs)
+
+
+def _check_year(
+    plan: Plan, k: int, life: int | None, runs: dict[PoolId, list[tuple[float, float, int, str]]], errs: list[str]
+) -> None:
+    have: dict[PoolId, int] = defaultdict(int)
+    for r in plan.servers:
+        if in_service(r.year, k, life):
+            have[(r.server, r.gpu, r.fabric)] += r.count * r.gpus_per_server
+    held: dict[PoolId, int] = defaultdict(int)
+    for svc in plan.inference:
+        if svc.year in (None, k):
+            for rep in svc.replicas:
+                if not rep.rented:
+                    held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+    begin, end = 365.0 * (k - 1), 365.0 * k
+    for key in set(held) | set(runs):
+        # the busiest moment in the year is when some job starts, or the year's start
+        moments = [begin] + [s for s, _, _, _ in runs[key] if begin <= s < end]
+        peak = max(held[key] + sum(g for s, e, g, _ in runs[key] if s <= t < e - 1e-9) for t in moments)
+        if peak > have.get(key, 0):
+            errs.append(f"{'/'.join(key)}: year {k}: workloads need {peak} GPUs at once, plan has {have[key]}")
 
 
 def check_finance(plan: Plan, errs: list[str]) -> None:
@@ -144,3 +208,6 @@ def check_finance(plan: Plan, errs: list[str]) -> None:
         errs.append(f"cash flows sum to {pv:,.2f}, TCO is {plan.tco_usd:,.2f}")
     if not close(sum(plan.tco_breakdown_usd.values()), plan.tco_usd):
         errs.append("TCO breakdown does not add up to the TCO")
+    capex = sum(c.capex_usd for c in plan.cash_flows)
+    if not close(capex, plan.capex_usd):
+        errs.append(f"cash flows carry {capex:,.2f} of capex, the plan {plan.capex_usd:,.2f}")

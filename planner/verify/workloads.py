@@ -8,20 +8,25 @@ import math
 from planner.catalog import Catalog
 from planner.limits.base import Measured
 from planner.limits.measure import carried_rps
+from planner.options.training import estimate_job
 from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
 from planner.perf.shapes import shape_of
-from planner.schema.plan import InferenceRow, Plan, ReplicaRow
-from planner.schema.problem import InferenceService, MixBucket, Problem
+from planner.schema.plan import InferenceRow, Plan, ReplicaRow, TrainingRow
+from planner.schema.problem import InferenceService, MixBucket, Problem, TrainingJob
 from planner.verify.common import REL
 
 
-def check_training(problem: Problem, plan: Plan, errs: list[str], m: Measured) -> None:
+def check_training(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
+    """Each job's days recomputed on the hardware the plan gives it; its schedule in order."""
     rows = {t.name: t for t in plan.training}
     for job in problem.training:
         t = rows.get(job.name)
         if t is None:
             errs.append(f"job {job.name} is not in the plan")
             continue
+        why = _job_days(job, t, catalog)
+        if why:
+            errs.append(f"job {job.name}: {why}")
         if t.start_day + 1e-9 < job.release_day:
             errs.append(f"job {job.name} starts on day {t.start_day} before its release day {job.release_day}")
         if t.end_day < t.start_day + t.days - 0.01:
@@ -31,6 +36,19 @@ def check_training(problem: Problem, plan: Plan, errs: list[str], m: Measured) -
             d = next((r for n, r in rows.items() if n.lower() == dep.lower()), None)
             if d and t.start_day + 1e-9 < d.end_day:
                 errs.append(f"job {job.name} starts before {d.name} ends")
+
+
+def _job_days(job: TrainingJob, t: TrainingRow, catalog: Catalog) -> str:
+    """Why the row's days are not what the job takes on its GPUs, chassis and fabric ("" if they are)."""
+    if t.server not in catalog.servers or t.gpu not in catalog.gpus or t.fabric not in catalog.fabrics:
+        return f"{t.server}+{t.gpu} on {t.fabric} is not in the catalog this problem may buy from"
+    chassis, gpu, fabric = catalog.servers[t.server], catalog.gpus[t.gpu], catalog.fabrics[t.fabric]
+    est = estimate_job(job, shape_of(job.model, catalog), catalog, chassis, gpu, fabric, t.gpus)
+    if not est.fits:
+        return f"does not fit {t.gpus} x {t.gpu}: {est.reason}"
+    if abs(t.days - est.days) > max(0.01, 1e-4 * est.days):
+        return f"takes {t.days:g} days in the plan, {est.days:.3f} recomputed on {t.gpus} x {t.gpu}"
+    return ""
 
 
 def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
@@ -50,8 +68,10 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
             )
             if not math.isclose(row.required_rps, need, rel_tol=REL):
                 errs.append(f"service {svc.name}{_year(row)}: plans for {row.required_rps} rps, demand is {need:g}")
+            capacity = None
             if svc.mix is not None:
-                latencies += _check_mix(svc, row, need * (1 + svc.min_spare_share), catalog, errs)
+                found, capacity = _check_mix(svc, row, need * (1 + svc.min_spare_share), catalog, errs)
+                latencies += found
             for rep in [] if svc.mix is not None else row.replicas:
                 why, p99 = (
                     _check_measured(svc, rep, catalog)
@@ -61,7 +81,11 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 if why:
                     errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {why}")
                 latencies.append(p99)
-            carried = carried_rps(row, svc.min_spare_share, svc.mix is not None)
+            carried = (
+                carried_rps(row, svc.min_spare_share, mix=False)
+                if capacity is None
+                else capacity / (1 + svc.min_spare_share)  # a mix: from the recomputed kinds
+            )
             if svc.name not in m.carried_margin_rps or carried - need < m.carried_margin_rps[svc.name]:
                 m.carried_rps[svc.name], m.carried_margin_rps[svc.name] = carried, carried - need
                 m.required_rps[svc.name] = need
@@ -75,17 +99,19 @@ def _year(row: InferenceRow) -> str:
 
 def _check_mix(
     svc: InferenceService, row: InferenceRow, need: float, catalog: Catalog, errs: list[str]
-) -> list[tuple[float, float]]:
+) -> tuple[list[P99], float]:
     """Every bucket is fully routed, in whole slices, to kinds that meet its targets at its own
-    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares).
-    Returns the recomputed p99 (TTFT, TPOT) of every route."""
+    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares),
+    and carry the requests/s the plan claims for them. Returns the recomputed p99 (TTFT, TPOT)
+    of every route and the replicas' capacity in requests/s of the routed mix."""
     assert svc.mix is not None
-    latencies: list[tuple[float, float]] = []
-    busy = [0.0] * len(row.replicas)
+    latencies: list[P99] = []
+    busy = [0.0] * len(row.replicas)  # replica-time each kind needs
+    routed = [0.0] * len(row.replicas)  # requests/s routed to each kind
     buckets = svc.mix.sized
     if [b.bucket for b in row.routing] != [b.label for b in buckets]:
         errs.append(f"service {svc.name}{_year(row)}: routing does not list the mix's buckets")
-        return latencies
+        return latencies, 0.0
     for bucket, route in zip(buckets, row.routing, strict=True):
         total = sum(r.share for r in route.routes)
         if abs(total - 1) > 1e-9:
@@ -94,6 +120,9 @@ def _check_mix(
             slices = r.share * svc.mix.slices
             if abs(slices - round(slices)) > 1e-9:
                 errs.append(f"service {svc.name}: bucket {bucket.label}: share {r.share} is not whole slices")
+            if not 0 <= r.replica < len(row.replicas):
+                errs.append(f"service {svc.name}: bucket {bucket.label} routed to replica kind {r.replica}, not listed")
+                continue
             rep = row.replicas[r.replica]
             rps, why, p99 = _bucket_capacity(svc, rep, bucket, catalog)
             if why:
@@ -101,12 +130,23 @@ def _check_mix(
                 continue
             latencies.append(p99)
             busy[r.replica] += need * bucket.share * r.share / rps
-    for rep, load in zip(row.replicas, busy, strict=True):
+            routed[r.replica] += need * bucket.share * r.share
+    capacity = 0.0
+    for rep, load, rate in zip(row.replicas, busy, routed, strict=True):
         if load > rep.count + 1e-4:
             errs.append(f"service {svc.name}{_year(row)}: {rep.gpu} needs {load:.3f} replicas, plan has {rep.count}")
+        per_replica = rate / load if load else 0.0  # a replica's requests/s on the mix routed to its kind
+        if abs(per_replica - rep.rps_per_replica) > 1e-3:
+            errs.append(
+                f"service {svc.name}{_year(row)}: {rep.gpu} claims {rep.rps_per_replica} rps per replica "
+                f"for the requests sent to it, recomputed {per_replica:.3f}"
+            )
+        else:  # the same figure to the plan's thousandth: count it as the report does
+            per_replica = rep.rps_per_replica
+        capacity += rep.count * per_replica
     if sum(r.count for r in row.replicas) + 1e-4 < sum(busy) + svc.spare_replicas:
         errs.append(f"service {svc.name}{_year(row)}: fewer than {svc.spare_replicas} spare replicas")
-    return latencies
+    return latencies, capacity
 
 
 P99 = tuple[float, float]  # (TTFT, TPOT) at the p99, ms
@@ -152,6 +192,8 @@ def _recompute(
     assert svc.model is not None
     if rep.precision not in svc.precisions:
         return None, "precision not allowed"
+    if rep.gpu not in catalog.gpus or rep.server not in catalog.servers:
+        return None, "not in the catalog this problem may buy from (excluded?)"
     gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
     q = InferenceQuery(
         model=shape_of(svc.model, catalog),
