@@ -171,7 +171,7 @@ def test_upper_bound_reads_the_last_domain_value():
     """ortools 9.15's proto wrapper returns the first element for domain[-1]; guard the helper."""
     from ortools.sat.python import cp_model
 
-    from planner.optimize.model import upper
+    from planner.optimize.built import upper
 
     m = cp_model.CpModel()
     assert upper(m.new_int_var(3, 17, "x")) == 17

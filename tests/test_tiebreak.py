@@ -12,7 +12,8 @@ from planner.bom import PoolKey, pool_spec
 from planner.catalog import load_catalog
 from planner.io.problem_io import load_problem
 from planner.optimize import tiebreak
-from planner.optimize.model import Built, PoolVars, build
+from planner.optimize.built import Built, PoolVars
+from planner.optimize.model import build
 from planner.optimize.solve import Solved, _run, solve
 from planner.optimize.tiebreak import Level, break_ties, solve_built, stages
 from planner.pipeline import assemble_plan, prepare

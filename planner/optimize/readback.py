@@ -8,7 +8,7 @@ from planner import units as u
 from planner.bom import network_for
 from planner.catalog import Catalog
 from planner.finance import LineItem
-from planner.optimize.model import Built
+from planner.optimize.built import Built
 from planner.optimize.solve import Solved
 from planner.options.types import InferenceOption
 from planner.pricing import decline_per_year, server_price_usd
@@ -29,10 +29,46 @@ class ReadBack:
     max_rack_units: int
 
 
+@dataclass
+class _Racks:
+    """Racks and their fill, added up over pools and fabrics."""
+
+    racks: int = 0
+    rack_units: int = 0
+    max_rack_w: float = 0.0
+    max_rack_u: int = 0
+
+    def add(self, racks: int, units_total: int, unit_height: int, in_one: int, unit_w: float) -> None:
+        self.racks += racks
+        self.rack_units += units_total * unit_height
+        self.max_rack_w = max(self.max_rack_w, in_one * unit_w)
+        self.max_rack_u = max(self.max_rack_u, in_one * unit_height)
+
+
 def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBack:
-    servers, items = [], []
-    racks = rack_units = 0
-    max_rack_w, max_rack_u = 0.0, 0
+    racks = _Racks()
+    servers, items = _servers(b, s, problem, catalog, racks)
+    network, network_items = _network(b, s, racks)
+    items += network_items + _rack_items(b, s, problem, catalog, racks.racks)
+    return ReadBack(
+        servers=servers,
+        training=_training(b, s, problem),
+        inference=_inference(b, s, problem),
+        items=items,
+        network=network,
+        racks=racks.racks,
+        rack_units=racks.rack_units,
+        max_rack_power_w=racks.max_rack_w,
+        max_rack_units=racks.max_rack_u,
+    )
+
+
+def _servers(
+    b: Built, s: Solved, problem: Problem, catalog: Catalog, racks: _Racks
+) -> tuple[list[ServerRow], list[LineItem]]:
+    """Server rows per pool and purchase year (owned ones apart), with their servers and NICs to buy."""
+    servers: list[ServerRow] = []
+    items: list[LineItem] = []
     life = problem.finance.hardware_lifetime_years if b.periods > 1 else None
     for key, p in b.pools.items():
         n = s.value(p.servers)
@@ -40,11 +76,7 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
             continue
         spec = p.spec
         pool_racks = s.value(p.racks)
-        racks += pool_racks
-        rack_units += n * spec.rack_units
-        in_one = min(n, p.fit_per_rack)
-        max_rack_w = max(max_rack_w, in_one * spec.power_w)
-        max_rack_u = max(max_rack_u, in_one * spec.rack_units)
+        racks.add(pool_racks, n, spec.rack_units, min(n, p.fit_per_rack), spec.power_w)
         gpu = catalog.gpus[key.gpu]
         price_note = (
             "GPU price: your quote (catalog.prices_usd)"
@@ -113,6 +145,12 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
                         sunk=owned,
                     )
                 )
+    return servers, items
+
+
+def _network(b: Built, s: Solved, racks: _Racks) -> tuple[list[dict[str, object]], list[LineItem]]:
+    """Each fabric's switches and cables, as the solver sized them."""
+    items: list[LineItem] = []
     network = []
     for fid, f in b.fabrics.items():
         ports = s.value(f.ports)
@@ -124,11 +162,9 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
         leaves, spines, uplinks = s.value(f.leaves), s.value(f.spines), s.value(f.uplinks)
         cables = ports + uplinks
         net_racks = s.value(f.racks)
-        racks += net_racks
-        rack_units += (leaves + spines) * fab.switch_rack_units
-        in_one = min(leaves + spines, f.fit_per_rack)
-        max_rack_w = max(max_rack_w, in_one * fab.switch_power_w)
-        max_rack_u = max(max_rack_u, in_one * fab.switch_rack_units)
+        racks.add(
+            net_racks, leaves + spines, fab.switch_rack_units, min(leaves + spines, f.fit_per_rack), fab.switch_power_w
+        )
         network.append(
             {
                 "fabric": fid,
@@ -160,6 +196,12 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
                 f"estimate ({fab.cable_price.source.title})",
             ),
         ]
+    return network, items
+
+
+def _rack_items(b: Built, s: Solved, problem: Problem, catalog: Catalog, racks: int) -> list[LineItem]:
+    """The racks to buy; racks a kept plan already owns are listed, not bought."""
+    items: list[LineItem] = []
     if racks:
         items.append(
             LineItem(
@@ -178,17 +220,7 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
         items.append(replace(last, quantity=last.quantity - owned_racks))
         items.append(replace(last, quantity=owned_racks, notes="already owned (--keep)", sunk=True))
         items = [li for li in items if li.quantity]
-    return ReadBack(
-        servers=servers,
-        training=_training(b, s, problem),
-        inference=_inference(b, s, problem),
-        items=items,
-        network=network,
-        racks=racks,
-        rack_units=rack_units,
-        max_rack_power_w=max_rack_w,
-        max_rack_units=max_rack_u,
-    )
+    return items
 
 
 def _racks_by_row(rows: list[tuple[int, int, bool]], pool_racks: int, have_racks: int) -> list[int]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model, cp_model_helper
 
-from planner.optimize.model import Built, Expr, upper
+from planner.optimize.built import Built, Expr, upper
 from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, solve
 
 TIE_LIMIT = 2.0  # deterministic seconds per re-solve

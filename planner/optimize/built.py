@@ -1,0 +1,69 @@
+"""What the model builders make: the CP-SAT model, its variables per pool, fabric, job and
+service, and the quantities named limits bound (capex, power by year, racks, capacity)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from ortools.sat.python import cp_model
+
+from planner.bom import PoolKey, PoolSpec
+from planner.options.types import InferenceOption, TrainingOption
+from planner.schema.catalog import Fabric
+
+# A linear expression as the builders make it: a sum that starts at 0 (or sums nothing) is
+# still the int 0. Not cp_model.LinearExprT: it admits numpy integers, which do not add to a LinearExpr.
+Expr: TypeAlias = cp_model.LinearExpr | int
+
+
+@dataclass
+class PoolVars:
+    spec: PoolSpec
+    servers: cp_model.IntVar  # the most installed in any year (what racks and the network must hold)
+    racks: cp_model.IntVar
+    fit_per_rack: int
+    bought: list[cp_model.IntVar] = field(default_factory=list)  # per purchase year
+    installed: list[Expr] = field(default_factory=list)  # per operating year (index 0 = year 1)
+
+
+@dataclass
+class FabricVars:
+    fabric: Fabric
+    ports: Expr
+    leaves: cp_model.IntVar
+    spines: cp_model.IntVar
+    uplinks: cp_model.IntVar
+    racks: cp_model.IntVar
+    fit_per_rack: int
+
+
+@dataclass
+class Built:
+    model: cp_model.CpModel
+    pools: dict[PoolKey, PoolVars] = field(default_factory=dict)
+    fabrics: dict[str, FabricVars] = field(default_factory=dict)
+    train: dict[str, list[tuple[TrainingOption, cp_model.IntVar]]] = field(default_factory=dict)
+    periods: int = 1  # operating years planned separately (1: one purchase up front serves every year)
+    serve: dict[str, list[tuple[InferenceOption, list[cp_model.IntVar]]]] = field(default_factory=dict)  # per period
+    serve_rates: dict[str, tuple[int, int, list[int]]] = field(default_factory=dict)  # need, spare, per replica
+    # per mix service: (option index, bucket index, period) -> slices of the bucket routed to that kind
+    routes: dict[str, dict[tuple[int, int, int], cp_model.IntVar]] = field(default_factory=dict)
+    kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned: (servers, racks), sunk
+    starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    durations: dict[str, Expr] = field(default_factory=dict)
+    slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)
+    capacity: dict[str, list[tuple[Expr, int]]] = field(default_factory=dict)
+    capex: Expr = 0
+    it_power_w: Expr = 0  # the peak: every pool at its most servers
+    it_power_w_by_year: list[Expr] = field(default_factory=list)
+    total_racks: Expr = 0
+    tco: Expr = 0
+
+
+def upper(var: cp_model.IntVar) -> int:
+    """A variable's upper bound. (In ortools 9.15 ``proto.domain[-1]`` silently returns the
+    first element: negative indexing of the proto wrapper is broken, so index from the front.)"""
+    domain = var.proto.domain
+    return int(domain[len(domain) - 1])

@@ -1,0 +1,202 @@
+"""Serving: replicas per service and period, request-size mixes routed per bucket, N+k
+spares, and the cuts that tighten the LP bound (cover cuts, per-service cost floors)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+
+from ortools.sat.python import cp_model
+
+from planner import units as u
+from planner.bom import PoolKey
+from planner.catalog import Catalog
+from planner.finance import Rates
+from planner.optimize.built import Built, Expr, upper
+from planner.optimize.costs import rent_pv_usd
+from planner.options.types import InferenceOption, WorkloadOptions
+from planner.schema.problem import InferenceService, Problem
+
+
+def serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
+    services = {s.name: s for s in problem.inference}
+    for w in (w for w in workloads if w.kind == "inference"):
+        svc = services[w.name]
+        if svc.mix is not None:
+            _serving_mix(b, problem, svc, w, relax)
+            continue
+        m = b.model
+        needs = [u.rps_up(r * (1 + svc.min_spare_share)) for r in _demand(problem, svc, b.periods)]
+        reps, pers = [], []
+        for i, o in enumerate(w.inference):
+            per = u.rps_down(o.rps_per_replica)
+            if per <= 0:
+                continue
+            ub = [math.ceil(need / per) + svc.spare_replicas for need in needs]
+            rs = [m.new_int_var(0, ub[y], f"replicas[{w.name}#{i}@{y}]") for y in range(b.periods)]
+            reps.append((o, rs))
+            pers.append(per)
+        b.serve[w.name] = reps
+        b.serve_rates[w.name] = (needs[-1], svc.spare_replicas, pers)
+        name = f"service:{w.name}:rate"
+        s = b.slacks.get(name, 0)
+        b.capacity[w.name] = []
+        for y, need in enumerate(needs):
+            year = [(o, rs[y], per) for (o, rs), per in zip(reps, pers, strict=True)]
+            capacity = sum(per * r for _, r, per in year)
+            b.capacity[w.name].append((capacity, need))  # the rate limit (planner.limits) holds it
+            if year and name not in relax:
+                _cover_cuts(m, year, need, svc.spare_replicas, f"{w.name}@{y}")
+            if svc.spare_replicas:
+                _spare(m, year, capacity + s, need, svc.spare_replicas, f"{w.name}@{y}")
+
+
+def _demand(problem: Problem, svc: InferenceService, periods: int) -> list[float]:
+    """Requests per second to serve in each planned period (one period: the peak year)."""
+    if periods == 1:
+        return [svc.peak_requests_per_s(problem.horizon_years)]
+    return [svc.requests_per_s_in_year(y + 1) for y in range(periods)]
+
+
+LOAD_PER_REPLICA = 1_000_000  # a replica's time in millionths: rounding up adds under 1e-4 replica per kind
+
+
+def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadOptions, relax: Collection[str]) -> None:
+    """Per-bucket routing (as Mélange): each bucket is cut into ``slices`` equal slices and
+    every slice goes to one replica kind that meets the bucket's targets. A kind's replicas
+    are busy for the sum of its slices' shares of time: rate / (kind's rate on that bucket).
+    """
+    assert svc.mix is not None
+    m = b.model
+    slices = svc.mix.slices
+    buckets = svc.mix.sized
+    demand = [r * (1 + svc.min_spare_share) for r in _demand(problem, svc, b.periods)]
+    reps: list[tuple[InferenceOption, list[cp_model.IntVar]]] = []
+    routes: dict[tuple[int, int, int], cp_model.IntVar] = {}
+    coef: dict[tuple[int, int, int], int] = {}
+    for i, o in enumerate(w.inference):
+        rs = []
+        for y, rate in enumerate(demand):
+            terms = []
+            for k, bucket in enumerate(buckets):
+                per = o.bucket_rps(k)
+                if per <= 0:
+                    continue
+                z = m.new_int_var(0, slices, f"route[{w.name}#{i}/{bucket.label}@{y}]")
+                routes[(i, k, y)] = z
+                coef[(i, k, y)] = slice_load(rate * bucket.share, slices, per)
+                terms.append((coef[(i, k, y)], z))
+            most = sum(c * slices for c, _ in terms)
+            r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + svc.spare_replicas, f"replicas[{w.name}#{i}@{y}]")
+            load = sum(c * z for c, z in terms)
+            m.add(load <= LOAD_PER_REPLICA * r).with_name(f"service:{w.name}:load#{i}@{y}")
+            rs.append(r)
+        reps.append((o, rs))
+    b.serve[w.name] = reps
+    b.routes[w.name] = routes
+    b.serve_rates[w.name] = (u.rps_up(demand[-1]), svc.spare_replicas, [])
+    for y in range(b.periods):
+        for k, bucket in enumerate(buckets):
+            served = [z for (i, kk, yy), z in routes.items() if kk == k and yy == y]
+            tag = "" if b.periods == 1 else f"@{y + 1}"
+            m.add(sum(served) == slices).with_name(f"service:{w.name}:rate:{bucket.label}{tag}")
+        if svc.spare_replicas:
+            # k whole replicas beyond the routed load, of kinds already serving
+            total = sum(rs[y] for _, rs in reps)
+            busy = sum(coef[key] * z for key, z in routes.items() if key[2] == y)
+            m.add(LOAD_PER_REPLICA * total >= busy + LOAD_PER_REPLICA * svc.spare_replicas).with_name(
+                f"service:{w.name}:spare@{y}"
+            )
+
+
+def slice_load(bucket_rps: float, slices: int, replica_rps: float) -> int:
+    """A slice's load on one replica in millionths of its time, rounded up (never under-provision)."""
+    return math.ceil(round(bucket_rps / slices / replica_rps * LOAD_PER_REPLICA, 6))
+
+
+def _spare(
+    m: cp_model.CpModel,
+    reps: list[tuple[InferenceOption, cp_model.IntVar, int]],
+    capacity: Expr,
+    need: int,
+    k: int,
+    name: str,
+) -> None:
+    """N+k: demand is still met with k replicas of the largest kind in use down.
+
+    Incremental form (tighter LP than one indicator per option): with options
+    sorted by replica rate p_1 <= ... <= p_m, u_j says "some option j' >= j is
+    used" (u_1 >= u_2 >= ...), so the largest rate in use is the telescoping sum
+    of (p_j - p_{j-1}) u_j.
+    """
+    ordered = sorted(reps, key=lambda rep: rep[2])
+    us = [m.new_bool_var(f"spare_tier[{name}#{j}]") for j in range(len(ordered))]
+    for j, (_, r, _) in enumerate(ordered):
+        m.add(r <= upper(r) * us[j])
+        if j:
+            m.add(us[j] <= us[j - 1])
+    steps = [per - (ordered[j - 1][2] if j else 0) for j, (_, _, per) in enumerate(ordered)]
+    largest = sum(step * u for step, u in zip(steps, us, strict=True))
+    m.add(capacity >= need + k * largest).with_name(f"service:{name}:spare")
+
+
+def _cover_cuts(
+    m: cp_model.CpModel, reps: list[tuple[InferenceOption, cp_model.IntVar, int]], need: int, spare: int, name: str
+) -> None:
+    """Valid inequalities that tighten the LP bound a lot when replicas are large.
+
+    Whatever kinds are used, capacity must reach ``need + spare * (smallest replica)``;
+    in a covering constraint over integers, no replica counts for more than the
+    right-hand side (a replica of 50 rps serving a 10 rps service is one whole
+    replica, not a fifth). There are also at least ``spare + 1`` replicas.
+    """
+    rhs = need + spare * min(per for _, _, per in reps)
+    m.add(sum(min(per, rhs) * r for _, r, per in reps) >= rhs).with_name(f"service:{name}:cover")
+    if spare:
+        m.add(sum(r for _, r, _ in reps) >= spare + 1).with_name(f"service:{name}:spare_count")
+
+
+def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, relax: Collection[str]) -> None:
+    """A per-service lower bound on the cost of its GPUs, as a cut the LP can use.
+
+    Whole replicas (and N+k spares) make a service's cost a step function of its
+    demand; the LP relaxation sees only the slope. Each service is solved alone
+    over its replica counts, pricing a GPU at its share of a server and a rack
+    (servers and racks shared with other services cost no less than that share),
+    and the proven bound becomes ``sum(gpu cost x replicas) >= bound``. The cut
+    is implied by the model, so it changes no optimum; it only closes the gap
+    sooner on problems with many services.
+    """
+    site_per_gpu: dict[PoolKey, int] = {}
+    for key, p in b.pools.items():
+        server = rates.unit_tco_usd(p.spec.server_price_usd, p.spec.server_power_w, "server")
+        rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
+        site_per_gpu[key] = math.floor((server + rack / p.fit_per_rack) / p.spec.gpus_per_server)
+    for name, per_year in b.serve.items():
+        need, spare, pers = b.serve_rates[name]
+        if not per_year or not pers or f"service:{name}:rate" in relax:
+            continue  # no floor for mixes: their capacity depends on the routing
+        reps = [(o, rs[0]) for o, rs in per_year]
+        costs = [
+            math.floor(rent_pv_usd(o, problem, rates))
+            if o.rent_usd_per_gpu_hour is not None
+            else site_per_gpu[o.pool] * o.gpus_per_replica
+            for o, _ in reps
+        ]
+        alone = cp_model.CpModel()
+        rs = [alone.new_int_var(0, upper(r), "r") for _, r in reps]
+        triples = list(zip(reps, rs, pers, strict=True))
+        capacity = sum(per * r for _, r, per in triples)
+        alone.add(capacity >= need)
+        if spare:
+            _spare(alone, [(o, r, per) for (o, _), r, per in triples], capacity, need, spare, name)
+        alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_deterministic_time = 0.5
+        status = solver.solve(alone)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            bound = math.floor(solver.best_objective_bound)
+            b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
+                f"service:{name}:floor"
+            )
