@@ -10,7 +10,7 @@ from planner.context import Context
 from planner.finance import Rates, summarize
 from planner.limits.measure import measure
 from planner.limits.table import constraint_rows
-from planner.optimize.model import Built
+from planner.optimize.built import Built
 from planner.optimize.readback import ReadBack, read_back
 from planner.optimize.solve import Solved
 from planner.schema.plan import CashFlowRow, Plan, PurchaseRow

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from planner import units as u
 from planner.catalog import Catalog
 from planner.schema.catalog import Fabric, ServerChassis
 
@@ -69,7 +70,7 @@ def per_rack(units: int, power_w: float, rack_units: int, rack_power_kw: float) 
     """How many identical items fit one rack by units and by power."""
     if units <= 0 or power_w <= 0:
         return 0
-    return max(0, min(rack_units // units, int(rack_power_kw * 1000 // power_w)))
+    return max(0, min(rack_units // units, int(u.w(rack_power_kw) // power_w)))
 
 
 def racks_needed(count: int, fit: int) -> int:

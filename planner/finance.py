@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from planner import units as u
 from planner.schema.problem import Problem
 
 HOURS_PER_YEAR = 8760.0
@@ -63,11 +64,11 @@ class Rates:
         return sum(self.discount_factor(k) for k in range(1, self.horizon_years + 1))
 
     def energy_usd_per_year(self, power_w: float) -> float:
-        kw = power_w / 1000
+        kw = u.kw(power_w)
         return kw * self.utilization * HOURS_PER_YEAR * self.electricity_usd_per_kwh * self.pue
 
     def colocation_usd_per_year(self, power_w: float) -> float:
-        return power_w / 1000 * self.colocation_usd_per_kw_month * 12
+        return u.kw(power_w) * self.colocation_usd_per_kw_month * 12
 
     def maintenance_usd_per_year(self, price_usd: float, category: str) -> float:
         return self.maintenance_rate * price_usd if category in MAINTAINED else 0.0

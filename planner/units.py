@@ -66,3 +66,10 @@ def site_power_limit(power_kw: float) -> int:
 def site_power_kw(limit: int) -> float:
     """Back from model units to kW (rounded up to the watt: the least that suffices)."""
     return math.ceil(limit / PUE_SCALE) / W_PER_KW
+
+
+MS_PER_S = 1000.0
+
+
+def ms(seconds: float) -> float:
+    return seconds * MS_PER_S

@@ -317,3 +317,31 @@ def test_a_toy_family_reaches_model_report_verifier_and_diagnosis(
     fixes = {f.constraint: f.required for f in found.fixes}
     assert fixes["switches"] == switches  # the least number of switches that makes a plan
     assert any("allow at least" in s for s in found.summary)
+
+
+# --- the terminal says what the JSON says ----------------------------------------------------
+
+
+def _shown(x: float) -> str:
+    return f"{x:,.3f}".rstrip("0").rstrip(".")
+
+
+@pytest.mark.parametrize("name", ["startup.yaml", "serve-70b.yaml", "growth-5y.yaml"])
+def test_the_terminal_limits_table_agrees_with_the_json(name: str) -> None:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from planner.io.problem_io import load_problem
+    from planner.report.terminal import print_plan
+
+    plan = plan_problem(load_problem(Path(__file__).resolve().parent.parent / "problems" / name))
+    console = Console(record=True, width=220, color_system=None)
+    print_plan(plan, console)
+    text = console.export_text()
+    lines = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") >= 6}
+    for c in plan.constraints:
+        cells = [cell.strip() for cell in lines[c.name].split("│")[1:-1]]
+        assert cells[1] == f"{_shown(c.used)} {c.unit}", (c.name, cells)
+        assert cells[2] == _shown(c.limit or 0) and cells[3] == _shown(c.slack or 0), (c.name, cells)
+        assert cells[4] == ("tight" if c.tight else "")  # no re-solve yet: never "binding"

@@ -9,13 +9,13 @@ from typing import Any
 from planner.context import Context
 from planner.explain.marginal import SAVING_USD
 from planner.explain.resolve import solve_context
-from planner.optimize.model import Built
+from planner.optimize.built import Built
 from planner.schema.plan import Plan, RunnerUp, WhyNotRow
 
 
 def _gpu_flags(b: Built) -> dict[str, Any]:
     """One Boolean per GPU type: is any server of it bought?"""
-    from planner.optimize.model import upper
+    from planner.optimize.built import upper
 
     flags: dict[str, Any] = {}
     for key, p in b.pools.items():

@@ -8,7 +8,7 @@ from dataclasses import replace
 from planner.context import Context
 from planner.explain.marginal import SAVING_USD
 from planner.explain.resolve import solve_context
-from planner.optimize.model import Built
+from planner.optimize.built import Built
 from planner.schema.plan import BudgetStep, Plan
 
 BUDGET_STEPS = 3

@@ -9,7 +9,8 @@ from typing import Any
 from planner.assemble import assemble_plan
 from planner.context import Context, prepare
 from planner.limits.table import every_limit
-from planner.optimize.model import Built, build
+from planner.optimize.built import Built
+from planner.optimize.model import build
 from planner.optimize.solve import solve
 from planner.schema.plan import Plan
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from planner.catalog import Catalog
-    from planner.optimize.model import Built
+    from planner.optimize.built import Built
     from planner.schema.plan import Plan
     from planner.schema.problem import Problem
 

@@ -8,7 +8,7 @@ from planner.limits.base import Family, Limit, Measured
 
 if TYPE_CHECKING:
     from planner.catalog import Catalog
-    from planner.optimize.model import Built
+    from planner.optimize.built import Built
     from planner.schema.problem import Problem
 
 

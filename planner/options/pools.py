@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from planner import units as u
 from planner.bom import PoolKey, max_ports, per_rack, pool_spec
 from planner.catalog import Catalog
 from planner.pricing import server_price_usd
@@ -29,7 +30,7 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
     if fit == 0:
         return 0, (
-            f"one {key.server} server ({spec.rack_units}U, {spec.power_w / 1000:.1f} kW) does not fit "
+            f"one {key.server} server ({spec.rack_units}U, {u.kw(spec.power_w):.1f} kW) does not fit "
             f"a {site.rack_units}U / {site.rack_power_kw:g} kW rack"
         )
     fabric = catalog.fabrics[key.fabric]
@@ -44,7 +45,7 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     if site.racks is not None and "racks" not in ignore:
         bounds.append(site.racks * fit)
     if site.power_kw is not None and "site_power" not in ignore:
-        bounds.append(int(site.power_kw * 1000 / problem.finance.pue // spec.power_w))
+        bounds.append(int(u.w(site.power_kw) / problem.finance.pue // spec.power_w))
     if problem.finance.budget_usd is not None and "budget" not in ignore:
         cheapest = server_price_usd(spec, catalog, problem, problem.horizon_years - 1 if problem.yearly else 0)
         bounds.append(int(problem.finance.budget_usd // cheapest))

@@ -18,6 +18,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
+from planner import units as u
 from planner.perf.precision import compute_precision, kv_bytes, weight_bytes
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import GenerationEfficiency, Gpu, ServingAssumptions
@@ -199,10 +200,10 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
         batch=batch,
         output_tokens_per_s=batch / it,
         output_tokens_per_s_per_gpu=batch / it / q.gpus,
-        ttft_ms=r.ttft_s(batch) * 1e3,
-        tpot_ms=it * 1e3,
-        ttft_p99_ms=r.ttft_p99_s(batch) * 1e3,
-        tpot_p99_ms=r.tpot_p99_s(batch) * 1e3,
+        ttft_ms=u.ms(r.ttft_s(batch)),
+        tpot_ms=u.ms(it),
+        ttft_p99_ms=u.ms(r.ttft_p99_s(batch)),
+        tpot_p99_ms=u.ms(r.tpot_p99_s(batch)),
         requests_per_s=rps,
         planning_requests_per_s=rps * serving.headroom,
         max_batch_by_memory=by_memory,
@@ -219,12 +220,12 @@ def _choose_batch(r: _Replica, q: InferenceQuery, by_memory: int) -> tuple[int, 
         return q.concurrency, ""
 
     def ok(b: int) -> bool:
-        if q.tpot_ms is not None and r.tpot_p99_s(b) * 1e3 > q.tpot_ms:
+        if q.tpot_ms is not None and u.ms(r.tpot_p99_s(b)) > q.tpot_ms:
             return False
-        return not (q.ttft_ms is not None and r.ttft_p99_s(b) * 1e3 > q.ttft_ms)
+        return not (q.ttft_ms is not None and u.ms(r.ttft_p99_s(b)) > q.ttft_ms)
 
     if not ok(1):
-        tpot1, ttft1 = r.tpot_p99_s(1) * 1e3, r.ttft_p99_s(1) * 1e3
+        tpot1, ttft1 = u.ms(r.tpot_p99_s(1)), u.ms(r.ttft_p99_s(1))
         if q.tpot_ms is not None and tpot1 > q.tpot_ms:
             return 0, f"misses TPOT: {tpot1:.1f} ms at batch 1 > target {q.tpot_ms:g} ms"
         return 0, f"misses TTFT: {ttft1:.0f} ms at batch 1 > target {q.ttft_ms:g} ms"
