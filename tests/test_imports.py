@@ -69,3 +69,13 @@ def test_physics_knows_nothing_of_the_solver() -> None:
         assert not any(r.startswith(("planner.optimize", "planner.options", "planner.pipeline")) for r in reached), (
             module
         )
+
+
+def test_the_rooms_have_no_cycle_either() -> None:
+    """Packages too: explain, whatif and the pipeline do not lean on each other in a loop."""
+    rooms = nx.DiGraph()
+    for a, b in import_graph().edges():
+        ra, rb = ".".join(a.split(".")[:2]), ".".join(b.split(".")[:2])
+        if ra != rb:
+            rooms.add_edge(ra, rb)
+    assert list(nx.simple_cycles(rooms)) == []

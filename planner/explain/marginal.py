@@ -10,10 +10,10 @@ from typing import Any
 
 from planner.context import Context
 from planner.errors import InputError, PlannerError
+from planner.executors import map_ordered
 from planner.explain.resolve import solve_context, variant_context
 from planner.limits.table import every_limit
 from planner.schema.plan import Plan
-from planner.whatif.executors import map_ordered
 
 # Plans whose TCO differs by less than this are the same for a reader (unit costs
 # enter the solver in whole dollars).

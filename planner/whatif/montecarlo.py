@@ -166,7 +166,7 @@ def run_scenarios(
     rng = random.Random(mc.seed)
     draws = [{path: round(d.draw(rng), 6) for path, d in mc.draws.items()} for _ in range(mc.samples)]
     jobs = [(base, draw, hw, time_limit_s) for hw in candidates.values() for draw in draws]
-    from planner.whatif.executors import map_ordered
+    from planner.executors import map_ordered
 
     results: list[float | None] = map_ordered(_evaluate, jobs, workers, executor, address, progress)
     summary = []

@@ -62,7 +62,7 @@ def run_grid(
     Each solve is deterministic on its own and rows come back in grid order, so the
     table is the same whatever ran it.
     """
-    from planner.whatif.executors import map_ordered
+    from planner.executors import map_ordered
 
     jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
     return map_ordered(_solve_in_worker, jobs, workers, executor, address, progress)
