@@ -99,9 +99,9 @@ def test_compare_says_what_differs():
     from planner.whatif.scenarios import differences
 
     rows = [
-        {"problem": "a", "status": "optimal", "gpus": "8x H100-SXM", "binding": "budget", "tco_usd": 100.0},
-        {"problem": "b", "status": "optimal", "gpus": "8x B200", "binding": "budget", "tco_usd": 90.0},
-        {"problem": "c", "status": "optimal", "gpus": "8x H100-SXM", "binding": "budget", "tco_usd": 100.0},
+        {"problem": "a", "status": "optimal", "gpus": "8x H100-SXM", "tight": "budget", "tco_usd": 100.0},
+        {"problem": "b", "status": "optimal", "gpus": "8x B200", "tight": "budget", "tco_usd": 90.0},
+        {"problem": "c", "status": "optimal", "gpus": "8x H100-SXM", "tight": "budget", "tco_usd": 100.0},
     ]
     lines = differences(rows)
     assert lines[0] == "b vs a: buys 8x B200 instead of 8x H100-SXM; tco_usd -10"

@@ -113,7 +113,7 @@ def compare(
     csv_path: Annotated[Path | None, typer.Option("--csv", help="write the comparison as CSV")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01)] = None,
 ) -> None:
-    """Plans side by side: mix, capex, opex per year, TCO, power, racks, binding limits."""
+    """Plans side by side: mix, capex, opex per year, TCO, power, racks, tight limits."""
     from planner.io.problem_io import load_problem
     from planner.pipeline import plan_problem
     from planner.report.files import check_writable, write_all

@@ -20,7 +20,8 @@ def plan_summary(plan: Any) -> dict[str, Any]:
         "facility_power_kw": plan.facility_power_kw if plan.status != "infeasible" else None,
         "racks": plan.racks if plan.status != "infeasible" else None,
         "gpus": " + ".join(f"{n}x {g}" for g, n in plan.gpus.items()),
-        "binding": " ".join(c.name for c in plan.constraints if c.binding),
+        # limits with less than one purchase unit of slack; what binds takes a re-solve (--explain)
+        "tight": " ".join(c.name for c in plan.constraints if c.tight),
         "reason": "",
     }
     if plan.status == "infeasible" and plan.diagnosis:
@@ -69,7 +70,7 @@ def run_grid(
 
 
 def differences(rows: list[dict[str, Any]], label: str = "problem") -> list[str]:
-    """What differs between plans, in words: the GPU mix, the binding limits, and the money."""
+    """What differs between plans, in words: the GPU mix, the tight limits, and the money."""
     if len(rows) < 2:
         return []
     first = rows[0]
@@ -82,8 +83,8 @@ def differences(rows: list[dict[str, Any]], label: str = "problem") -> list[str]
         parts = []
         if row.get("gpus") != first.get("gpus"):
             parts.append(f"buys {row.get('gpus') or 'nothing'} instead of {first.get('gpus') or 'nothing'}")
-        if row.get("binding") != first.get("binding"):
-            parts.append(f"binding: {row.get('binding') or 'none'} (was {first.get('binding') or 'none'})")
+        if row.get("tight") != first.get("tight"):
+            parts.append(f"tight: {row.get('tight') or 'none'} (was {first.get('tight') or 'none'})")
         for key in ("tco_usd", "capex_usd", "opex_usd_per_year"):
             a, b = row.get(key), first.get(key)
             if isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) >= 1:
