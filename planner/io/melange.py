@@ -188,11 +188,18 @@ def to_problem(
 
 
 def problem_yaml(problem: Mapping[str, Any], header: Sequence[str] = ()) -> str:
-    """The problem as YAML: one line per bucket and per measurement."""
+    """The problem as YAML: one line per bucket and per measurement.
+
+    Values go through ``yaml.safe_dump``, which quotes what needs it; each header line becomes
+    one comment line, its line breaks and control characters escaped (a file name holding a
+    newline cannot end the comment and inject keys).
+    """
     import yaml
 
+    from planner.report.text import one_line
+
     body = yaml.safe_dump(dict(problem), sort_keys=False, default_flow_style=None, allow_unicode=True, width=200)
-    return "".join(f"# {line}\n" if line else "#\n" for line in header) + body
+    return "".join(f"# {one_line(line)}\n" if line else "#\n" for line in header) + body
 
 
 def problem_name(config_path: str | Path) -> str:

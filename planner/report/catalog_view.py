@@ -13,6 +13,7 @@ from rich.table import Table
 
 from planner.catalog import load_catalog, suggest
 from planner.errors import InputError
+from planner.report.text import plain
 from planner.schema.catalog import Fabric, Gpu, LlmModel, Price, ServerChassis
 
 TABLES = ("gpus", "servers", "fabrics", "models")
@@ -40,7 +41,7 @@ def show_catalog(table: str, as_json: bool, console: Console) -> None:
     for col in columns:
         t.add_column(col)
     for item in items.values():
-        t.add_row(*cells(item))
+        t.add_row(*map(plain, cells(item)))
     console.print(t)
 
 

@@ -6,6 +6,7 @@ import io
 from types import ModuleType
 from typing import Any
 
+from planner.report.text import chart_text
 from planner.schema.plan import Plan
 
 
@@ -32,7 +33,7 @@ def tco_breakdown_png(plan: Plan) -> bytes:
     ax.bar_label(bars, labels=[f"${v / 1e3:,.0f}k" for v in parts.values()], padding=3, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("present value, thousand USD")
-    ax.set_title(f"{plan.problem}: TCO ${plan.tco_usd:,.0f} over {len(plan.cash_flows) - 1} years")
+    ax.set_title(f"{chart_text(plan.problem)}: TCO \\${plan.tco_usd:,.0f} over {len(plan.cash_flows) - 1} years")
     out = _png(fig)
     plt.close(fig)
     return out
@@ -65,16 +66,16 @@ def sweep_png(rows: list[dict[str, Any]], swept: list[str]) -> bytes:
     for row in rows:
         if row.get("tco_usd") is None:
             continue
-        label = ", ".join(f"{k}={row[k]}" for k in others) or "TCO"
+        label = chart_text(", ".join(f"{k}={row[k]}" for k in others)) or "TCO"
         groups.setdefault(label, []).append((row[parameter], row["tco_usd"] / 1e3))
     for label, points in groups.items():
         points.sort(key=lambda p: p[0])
         ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=label)
-    ax.set_xlabel(parameter)
+    ax.set_xlabel(chart_text(parameter))
     ax.set_ylabel("TCO, thousand USD")
     if len(groups) > 1:
         ax.legend(fontsize=7)
-    ax.set_title(f"TCO against {parameter}")
+    ax.set_title(f"TCO against {chart_text(parameter)}")
     out = _png(fig)
     plt.close(fig)
     return out

@@ -16,6 +16,7 @@ from typing import Any
 
 from planner.report.charts import _figure, _png
 from planner.report.files import write_all
+from planner.report.text import chart_text
 from planner.schema.plan import Plan, TrainingRow
 
 WIDTH = 60  # columns of the day axis in the terminal
@@ -196,7 +197,7 @@ def gantt_png(plan: Plan) -> bytes:
             title = f"{gpu} rented from a cloud"
         else:
             title = f"{gpu} pool ({server} / {fabric}, {_bought(plan, key)} GPUs)"
-        axes.text(ax.span_days * 0.005, y, title, va="center", ha="left", fontsize=8, style="italic")
+        axes.text(ax.span_days * 0.005, y, chart_text(title), va="center", ha="left", fontsize=8, style="italic")
         y += 1
         for t in jobs:
             axes.barh(
@@ -214,7 +215,7 @@ def gantt_png(plan: Plan) -> bytes:
                 [t.deadline_days], [y], marker="|", markersize=16, markeredgewidth=2, color="black", clip_on=False
             )
             ticks.append(y)
-            tick_labels.append(f"{t.name}  {t.gpus} x {t.gpu}")
+            tick_labels.append(chart_text(f"{t.name}  {t.gpus} x {t.gpu}"))
             y += 1
     axes.set_yticks(ticks, tick_labels, fontsize=8)
     axes.set_ylim(y - 0.4, -0.6)
@@ -222,12 +223,12 @@ def gantt_png(plan: Plan) -> bytes:
     axes.set_xticks(ax.ticks())
     axes.set_xlabel("day")
     axes.grid(axis="x", linestyle=":", linewidth=0.5)
-    handles: list[Any] = [Patch(facecolor=c, edgecolor="black", label=g) for g, c in colours.items()]
+    handles: list[Any] = [Patch(facecolor=c, edgecolor="black", label=chart_text(g)) for g, c in colours.items()]
     if any(t.rented for t in plan.training):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="rented"))
     handles.extend(axes.plot([], [], "k|", markersize=10, markeredgewidth=2, label="deadline"))
     axes.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    axes.set_title(f"{plan.problem}: training schedule")
+    axes.set_title(f"{chart_text(plan.problem)}: training schedule")
     out = _png(fig)
     plt.close(fig)
     return out

@@ -8,6 +8,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from planner.report.text import cell, plain
 
 
 def rows_csv(rows: list[dict[str, Any]]) -> str:
@@ -16,18 +19,18 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
         columns += [k for k in row if k not in columns]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
+    writer.writerow({k: cell(k) for k in columns})  # the header: swept paths are the user's text
     for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
+        writer.writerow({k: "" if row.get(k) is None else cell(row.get(k)) for k in columns})
     return buf.getvalue()
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Text:
     if value is None:
-        return "-"
+        return plain("-")
     if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}"
-    return str(value)
+        return plain(f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}")
+    return plain(value)
 
 
 def print_rows(rows: list[dict[str, Any]], console: Console, title: str) -> None:
@@ -36,9 +39,9 @@ def print_rows(rows: list[dict[str, Any]], console: Console, title: str) -> None
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
-    t = Table(title=title, title_justify="left")
+    t = Table(title=plain(title), title_justify="left")
     for col in columns:
-        t.add_column(col, overflow="fold")
+        t.add_column(plain(col), overflow="fold")
     for row in rows:
         t.add_row(*[_cell(row.get(c)) for c in columns])
     console.print(t)

@@ -8,6 +8,7 @@ from typing import Any
 
 from planner.report.charts import cash_flow_png, tco_breakdown_png
 from planner.report.tables import PURCHASE_COLUMNS
+from planner.report.text import printable
 from planner.schema.plan import Plan
 
 STYLE = """
@@ -20,16 +21,21 @@ img{max-width:100%}
 """
 
 
+def _esc(text: object) -> str:
+    """HTML-escaped, control characters made visible: a name is text, never markup."""
+    return html.escape(printable(text))
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    return html.escape("" if value is None else str(value))
+    return _esc("" if value is None else str(value))
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
     body = "".join(
         "<tr>"
         + "".join(
@@ -45,18 +51,18 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _img(png: bytes, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+    return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
 
 
 def plan_html(plan: Plan) -> str:
     title = f"{plan.problem}: GPU purchase plan"
     head = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{_esc(title)}</h1>"
     )
     if plan.status == "infeasible":
         lines = plan.diagnosis.summary if plan.diagnosis else []
-        items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+        items = "".join(f"<li>{_esc(x)}</li>" for x in lines)
         return f"{head}<p><b>No feasible plan.</b></p><ul>{items}</ul></body></html>"
     sections = [_summary(plan), _purchase(plan), _workloads(plan), _money(plan), _limits(plan), _runner_up(plan)]
     note = (
@@ -146,4 +152,4 @@ def _runner_up(plan: Plan) -> str:
         return ""
     r = plan.explanations.runner_up
     mix = " + ".join(f"{n}x {g}" for g, n in r.gpus.items())
-    return f"<p>Runner-up with a different GPU mix: {html.escape(mix)} at ${r.tco_usd:,.0f} (+${r.extra_usd:,.0f}).</p>"
+    return f"<p>Runner-up with a different GPU mix: {_esc(mix)} at ${r.tco_usd:,.0f} (+${r.extra_usd:,.0f}).</p>"

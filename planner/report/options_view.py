@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from planner.report.text import plain
+
 if TYPE_CHECKING:
     from planner.context import Context
 
@@ -47,7 +49,7 @@ def options_json(ctx: Context) -> dict[str, Any]:
 
 def print_options(ctx: Context, console: Console) -> None:
     for w in ctx.workloads:
-        t = Table(title=f"{w.kind} {w.name} ({w.label})", title_justify="left")
+        t = Table(title=plain(f"{w.kind} {w.name} ({w.label})"), title_justify="left")
         if w.kind == "inference":
             for col in (
                 "GPU",
@@ -66,9 +68,9 @@ def print_options(ctx: Context, console: Console) -> None:
             for o in best:
                 e = o.estimate
                 t.add_row(
-                    o.gpu,
-                    o.pool.server,
-                    o.precision,
+                    plain(o.gpu),
+                    plain(o.pool.server),
+                    plain(o.precision),
                     str(o.gpus_per_replica),
                     str(e.batch),
                     f"{o.rps_per_replica:.2f}",
@@ -84,9 +86,9 @@ def print_options(ctx: Context, console: Console) -> None:
             for o in best:
                 e = o.estimate
                 t.add_row(
-                    o.gpu,
-                    o.pool.server,
-                    o.pool.fabric,
+                    plain(o.gpu),
+                    plain(o.pool.server),
+                    plain(o.pool.fabric),
                     str(o.gpus),
                     f"{e.days:.1f}",
                     f"{100 * e.mfu:.0f}%",
@@ -98,7 +100,7 @@ def print_options(ctx: Context, console: Console) -> None:
         if reasons:
             console.print("[bold]cannot run it:[/bold]")
             for gpu, why in sorted(reasons.items()):
-                console.print(f"  {gpu}: {why[-1]}", markup=False)
+                console.print(plain(f"  {gpu}: {why[-1]}"))
         console.print()
 
 

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+from planner.report.text import cell
 from planner.schema.plan import Plan
 
 PURCHASE_COLUMNS = (
@@ -37,4 +38,4 @@ def purchase_csv(plan: Plan) -> str:
 def _cell(value: object) -> object:
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    return value
+    return cell(value)  # a user's text is never a formula in a spreadsheet

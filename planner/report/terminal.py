@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.report.gantt import gantt_lines
+from planner.report.text import markup, plain, printable
 from planner.schema.plan import Plan
 
 
@@ -20,9 +21,11 @@ def print_plan(plan: Plan, console: Console) -> None:
         return
     gap = "proven optimal" if plan.status == "optimal" else f"best found, gap {100 * (plan.gap or 0):.2f}%"
     console.print(
-        f"[bold]{plan.problem}[/bold]: TCO {_usd(plan.tco_usd)} over {plan.assumptions.get('horizon_years')} years "
+        f"[bold]{markup(plan.problem)}[/bold]: TCO {_usd(plan.tco_usd)} "
+        f"over {markup(plan.assumptions.get('horizon_years'))} years "
         f"({gap}); capex {_usd(plan.capex_usd)}, opex {_usd(plan.opex_usd_per_year)}/year; "
-        f"{plan.facility_power_kw:,.1f} kW facility power, {plan.racks} racks."
+        f"{plan.facility_power_kw:,.1f} kW facility power, {plan.racks} racks.",
+        emoji=False,
     )
     if plan.rent_usd_per_hour:
         console.print(f"Cloud rent for services: ${plan.rent_usd_per_hour:,.2f} per hour (year 1).")
@@ -39,7 +42,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     if plan.verification:
         console.print("[bold red]Verifier found problems with this plan:[/bold red]")
         for line in plan.verification:
-            console.print(f"  - {line}")
+            console.print(plain(f"  - {line}"))
     console.print("[dim]Prices are catalog estimates unless your problem file quotes them (catalog.prices_usd).[/dim]")
 
 
@@ -57,8 +60,8 @@ def _buy(plan: Plan, console: Console) -> None:
         t.add_column(col, justify=just)
     for r in plan.purchase:
         t.add_row(
-            r.category,
-            r.sku,
+            plain(r.category),
+            plain(r.sku),
             str(r.quantity),
             _usd(r.unit_price_usd),
             _usd(r.extended_price_usd),
@@ -75,9 +78,9 @@ def _runs(plan: Plan, console: Console) -> None:
             t.add_column(col)
         for r in plan.training:
             t.add_row(
-                r.name,
-                f"{r.gpus} x {r.gpu}",
-                f"rented at ${r.rent_usd_per_gpu_hour:g}/GPU-h" if r.rented else f"{r.server} / {r.fabric}",
+                plain(r.name),
+                plain(f"{r.gpus} x {r.gpu}"),
+                f"rented at ${r.rent_usd_per_gpu_hour:g}/GPU-h" if r.rented else plain(f"{r.server} / {r.fabric}"),
                 f"{r.days:.1f}",
                 f"{r.start_day:.1f}",
                 f"{r.end_day:.1f}",
@@ -94,10 +97,10 @@ def _runs(plan: Plan, console: Console) -> None:
         for s in plan.inference:
             for i, rep in enumerate(s.replicas):
                 t.add_row(
-                    s.name if i == 0 else "",
+                    plain(s.name) if i == 0 else "",
                     *([str(s.year) if i == 0 else ""] if by_year else []),
-                    f"{rep.count} x {rep.gpus_per_replica} {rep.gpu}" + (" rented" if rep.rented else ""),
-                    rep.precision,
+                    plain(f"{rep.count} x {rep.gpus_per_replica} {rep.gpu}" + (" rented" if rep.rented else "")),
+                    plain(rep.precision),
                     f"{rep.rps_per_replica:.2f}",
                     str(rep.batch),
                     f"{rep.ttft_ms:.0f}",
@@ -119,7 +122,7 @@ def _purchase_years(plan: Plan, console: Console) -> None:
     keys = sorted({(r.server, r.gpu) for r in plan.servers})
     for server, gpu in keys:
         counts = {r.year: r.count for r in plan.servers if (r.server, r.gpu) == (server, gpu)}
-        t.add_row(f"{server} / {gpu}", *(str(counts.get(y, "")) for y in years))
+        t.add_row(plain(f"{server} / {gpu}"), *(str(counts.get(y, "")) for y in years))
     capex = {f.year: f.capex_usd for f in plan.cash_flows}
     t.add_row("[bold]capex[/bold]", *(_usd(capex.get(y, 0.0)) for y in years))
     console.print(t)
@@ -138,11 +141,11 @@ def _routing(plan: Plan, console: Console) -> None:
         for i, b in enumerate(s.routing):
             for j, r in enumerate(b.routes):
                 t.add_row(
-                    name if i == 0 and j == 0 else "",
-                    f"{b.bucket} ({b.input_tokens}/{b.output_tokens})" if j == 0 else "",
+                    plain(name) if i == 0 and j == 0 else "",
+                    plain(f"{b.bucket} ({b.input_tokens}/{b.output_tokens})") if j == 0 else "",
                     f"{100 * b.share:.1f}%" if j == 0 else "",
                     f"{b.rps:.2f}" if j == 0 else "",
-                    f"{100 * r.share:.0f}% -> {r.gpus_per_replica} x {r.gpu} {r.precision}",
+                    plain(f"{100 * r.share:.0f}% -> {r.gpus_per_replica} x {r.gpu} {r.precision}"),
                     f"{r.ttft_ms:.0f} / {r.tpot_ms:.1f}",
                 )
     console.print(t)
@@ -153,9 +156,9 @@ def _schedule(plan: Plan, console: Console) -> None:
     lines = gantt_lines(plan)
     if not lines:
         return
-    console.print(Text(lines[0], style="bold"), soft_wrap=True)
+    console.print(Text(printable(lines[0]), style="bold"), soft_wrap=True)
     for line in lines[1:]:
-        console.print(Text(line), soft_wrap=True)  # Text: a job name is never read as markup
+        console.print(plain(line), soft_wrap=True)  # Text: a job name is never read as markup
 
 
 def _money(plan: Plan, console: Console) -> None:
@@ -164,7 +167,7 @@ def _money(plan: Plan, console: Console) -> None:
     t.add_column("USD", justify="right")
     t.add_column("share", justify="right")
     for k, v in plan.tco_breakdown_usd.items():
-        t.add_row(k, _usd(v), f"{100 * v / plan.tco_usd:.1f}%" if plan.tco_usd else "-")
+        t.add_row(plain(k), _usd(v), f"{100 * v / plan.tco_usd:.1f}%" if plan.tco_usd else "-")
     t.add_row("[bold]TCO[/bold]", f"[bold]{_usd(plan.tco_usd)}[/bold]", "")
     console.print(t)
 
@@ -177,7 +180,7 @@ def _rent_vs_buy(plan: Plan, console: Console) -> None:
         u = row.get("break_even_utilization_on_demand")
         if u is not None:
             parts.append(f"{gpu} {100 * u:.0f}%")
-    console.print("Owning beats renting on demand above this share of the hours: " + ", ".join(parts) + ".")
+    console.print(plain("Owning beats renting on demand above this share of the hours: " + ", ".join(parts) + "."))
 
 
 def _limits(plan: Plan, console: Console) -> None:
@@ -186,8 +189,8 @@ def _limits(plan: Plan, console: Console) -> None:
         t.add_column(col)
     for c in plan.constraints:
         t.add_row(
-            c.name,
-            f"{_num(c.used)} {c.unit}",
+            plain(c.name),
+            plain(f"{_num(c.used)} {c.unit}"),
             "-" if c.limit is None else _num(c.limit),
             "-" if c.slack is None else _num(c.slack),
             _status(c.binding, c.tight),
@@ -217,20 +220,20 @@ def print_explanations(plan: Plan, console: Console) -> None:
     binding = [c for c in measured if c.binding]
     for c in binding:
         console.print(
-            f"  - {c.name}: moving {c.path} by {_num(c.step or 0)} {c.unit} saves {_usd(-(c.marginal_usd or 0))}",
-            markup=False,
+            plain(f"  - {c.name}: moving {c.path} by {_num(c.step or 0)} {c.unit} saves {_usd(-(c.marginal_usd or 0))}")
         )
     if measured and not binding:
         console.print("  no limit binds: loosening any of them by its step saves nothing.")
     free = [c.name for c in measured if not c.binding]
     if binding and free:
-        console.print(f"  not binding: {', '.join(free)}", markup=False)
+        console.print(plain(f"  not binding: {', '.join(free)}"))
     if ex.budget_steps:
         console.print("[bold]Budget steps[/bold] (the next budget levels at which TCO drops):")
         for step in ex.budget_steps:
             console.print(
                 f"  - a budget of {_usd(step.budget_usd)} saves {_usd(step.saves_usd)} "
-                f"(TCO {_usd(step.tco_usd)}, {_mix(step.gpus)})"
+                f"(TCO {_usd(step.tco_usd)}, {markup(_mix(step.gpus))})",
+                emoji=False,
             )
     if ex.budget_saturates_at_usd is not None:
         console.print(f"  above {_usd(ex.budget_saturates_at_usd)} of capex, more budget saves nothing.")
@@ -238,8 +241,9 @@ def print_explanations(plan: Plan, console: Console) -> None:
         r = ex.runner_up
         share = 100 * r.extra_usd / plan.tco_usd if plan.tco_usd else 0.0
         console.print(
-            f"[bold]Runner-up[/bold] with a different GPU mix: {_mix(r.gpus)} at {_usd(r.tco_usd)} "
-            f"(+{_usd(r.extra_usd)}, {share:.1f}% more)."
+            f"[bold]Runner-up[/bold] with a different GPU mix: {markup(_mix(r.gpus))} at {_usd(r.tco_usd)} "
+            f"(+{_usd(r.extra_usd)}, {share:.1f}% more).",
+            emoji=False,
         )
     if ex.why_not:
         t = Table(title="Why not", title_justify="left")
@@ -247,11 +251,11 @@ def print_explanations(plan: Plan, console: Console) -> None:
             t.add_column(col)
         for w in ex.why_not:
             t.add_row(
-                w.gpu,
-                w.workload,
+                plain(w.gpu),
+                plain(w.workload),
                 "-" if w.tco_usd is None else _usd(w.tco_usd),
                 "-" if w.extra_usd is None else _usd(w.extra_usd),
-                w.how,
+                plain(w.how),
             )
         console.print(t)
     console.print(f"[dim]explanations took {ex.seconds:.1f} s of re-solving[/dim]")
@@ -263,7 +267,7 @@ def _num(x: float) -> str:
 
 
 def print_infeasible(plan: Plan, console: Console) -> None:
-    console.print(f"[bold red]{plan.problem}: no feasible plan.[/bold red]")
+    console.print(f"[bold red]{markup(plan.problem)}: no feasible plan.[/bold red]", emoji=False)
     if plan.diagnosis:
         for line in plan.diagnosis.summary:
-            console.print(line, markup=False)
+            console.print(plain(line))

@@ -1,7 +1,9 @@
 """The spreadsheet finance forwards: purchase list, cash flows, TCO breakdown, assumptions.
 
 Cells hold values, not formulas, so every reader (and openpyxl) sees the plan's
-own numbers; totals are written as values too and equal the plan's.
+own numbers; totals are written as values too and equal the plan's. Text from the
+user (problem and workload names, swept values) goes through `text.cell`: control
+characters made visible, and a leading `'` where it would otherwise read as a formula.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.report.tables import PURCHASE_COLUMNS
+from planner.report.text import cell
 from planner.schema.plan import Plan
 
 BOLD = Font(bold=True)
@@ -27,17 +30,17 @@ def _sheet(
     wb: Workbook, title: str, header: list[str], rows: list[list[Any]], money: Set[str] = frozenset()
 ) -> Worksheet:
     ws = wb.create_sheet(title)
-    ws.append(header)
-    for cell in ws[1]:
-        cell.font = BOLD
+    ws.append([cell(v) for v in header])
+    for c in ws[1]:
+        c.font = BOLD
     for row in rows:
-        ws.append(row)
+        ws.append([cell(v) for v in row])  # user text: printable, never a formula
     for i, name in enumerate(header, start=1):
         letter = get_column_letter(i)
         ws.column_dimensions[letter].width = max(12, min(60, len(name) + 4))
         if name in money or name.endswith("_usd"):
-            for cell in ws[letter][1:]:
-                cell.number_format = USD
+            for c in ws[letter][1:]:
+                c.number_format = USD
     ws.freeze_panes = "A2"
     return ws
 
@@ -66,8 +69,8 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
     purchase = [[getattr(r, c) for c in PURCHASE_COLUMNS] for r in plan.purchase]
     purchase.append(["total", "", "", None, None, plan.capex_usd, None, ""])
     ws = _sheet(wb, "Purchase", list(PURCHASE_COLUMNS), purchase)
-    for cell in ws[ws.max_row]:
-        cell.font = BOLD
+    for c in ws[ws.max_row]:
+        c.font = BOLD
     flows: list[list[Any]] = [
         [f.year, f.capex_usd, f.opex_usd, f.residual_usd, f.depreciation_usd, f.discount_factor, f.present_value_usd]
         for f in plan.cash_flows
