@@ -2,11 +2,18 @@
 
 The model (see shared/design/modelling.md):
 
-- weights ``W = params * bytes``; KV per token ``2 * layers * kv_heads * head_dim * bytes``;
-- a replica of ``t`` GPUs fits ``B`` sequences when ``W + B * ctx * kv <= t * usable``;
-- a decode step reads the weights it needs and every sequence's KV once, or is
-  limited by FLOPs, whichever is slower, plus two all-reduces per layer over the
-  in-server link when ``t > 1``;
+- weights ``W = params * bytes`` (never more bytes than the checkpoint is published in:
+  gpt-oss's experts stay MXFP4, DeepSeek stays FP8); every expert is held in memory;
+- KV per token follows the attention (``2 * layers * kv_heads * head_dim`` for GQA,
+  ``layers * (kv_lora_rank + qk_rope_head_dim)`` for MLA); sliding-window layers hold at
+  most their window; KV heads fewer than the TP degree (and MLA's latent) are replicated;
+- a replica of ``t`` GPUs fits ``B`` sequences when ``W + B * kv(ctx) <= t * usable``;
+- a decode step reads the weights it needs (for MoE: the non-expert weights plus the
+  experts the batch's tokens are routed to, ``1 - (1 - k/E)^B`` of them per layer) and
+  every sequence's KV once, or is limited by FLOPs (active parameters plus attention),
+  whichever is slower, plus two all-reduces per layer over the in-server link when ``t > 1``
+  (with attention data parallelism: all-reduces inside each attention group, and an
+  all-to-all to and from the experts' GPUs on MoE layers);
 - continuous batching: each step also prefills the requests that replace the
   ones that finished (``B / output_tokens`` per step), so TPOT and throughput
   both include the prefill work.
@@ -19,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
 from planner import units as u
-from planner.perf.precision import compute_precision, kv_bytes, weight_bytes
+from planner.perf.precision import compute_precision, kv_bytes, stored_weight_bytes
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import GenerationEfficiency, Gpu, ServingAssumptions
 
@@ -44,6 +51,49 @@ class InferenceQuery:
     concurrency: int | None = None
     tpot_ms: float | None = None
     ttft_ms: float | None = None
+    # Attention data parallelism: the replica's GPUs form this many groups, each running
+    # attention (tensor-parallel inside the group) for its own share of the sequences, while
+    # the routed experts are spread over all the GPUs (expert parallelism) and tokens reach
+    # them by all-to-all. 1: plain tensor parallelism over all the GPUs.
+    attention_dp: int = 1
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A replica's weight bytes: held in memory whole, read in part by an MoE model.
+
+    ``dense`` is everything a token always uses (attention, dense layers, shared experts,
+    router, embeddings, head); ``experts`` the routed experts, which every token skips
+    but ``k`` of ``E`` of, layer by layer.
+    """
+
+    model: ModelShape
+    dense: float
+    experts: float
+    dense_copies: int = 1  # attention data parallelism holds one copy per group
+
+    @property
+    def total(self) -> float:
+        return self.dense * self.dense_copies + self.experts
+
+    def read(self, tokens: int) -> float:
+        """Bytes a pass over ``tokens`` tokens reads: every copy of the dense part, and the
+        experts those tokens are routed to (each held, and so read, once)."""
+        if self.experts == 0:
+            return self.total
+        return self.dense * self.dense_copies + self.experts * self.model.experts_touched(tokens)
+
+
+def weights_of(model: ModelShape, precision: str, int4_overhead: float, dense_copies: int = 1) -> Weights:
+    """Weight bytes at ``precision``, never more than the checkpoint's own format per part."""
+    routed = model.routed_expert_params_b()
+    expert_format = model.experts_format or model.weights_format
+    return Weights(
+        model=model,
+        dense=(model.params_b - routed) * 1e9 * stored_weight_bytes(precision, model.weights_format, int4_overhead),
+        experts=routed * 1e9 * stored_weight_bytes(precision, expert_format, int4_overhead),
+        dense_copies=dense_copies,
+    )
 
 
 class _Footprint(TypedDict):
@@ -86,11 +136,15 @@ class _Replica:
         assert compute is not None
         self.compute = compute
         m, t = q.model, q.gpus
-        self.weights_bytes = m.params_b * 1e9 * weight_bytes(q.precision, s.int4_overhead)
-        self.active_bytes = self.weights_bytes * m.active_params_b / m.params_b
-        self.kv_per_token = m.kv_bytes_per_token(kv_bytes(q.precision, compute))
+        self.dp = q.attention_dp
+        self.attn_tp = t // self.dp  # GPUs sharing one sequence's attention
+        self.weights = weights_of(m, q.precision, s.int4_overhead, dense_copies=self.dp)
+        self.weights_bytes = self.weights.total  # all experts are held, whichever are read
         self.ctx_avg = q.input_tokens + q.output_tokens / 2  # paged KV: mean occupancy
         self.ctx_max = q.input_tokens + q.output_tokens
+        kv_value, replicas = kv_bytes(q.precision, compute), m.kv_replicas(self.attn_tp)
+        self.kv_avg = m.kv_bytes(self.ctx_avg, kv_value) * replicas  # one sequence, all GPUs
+        self.kv_max = m.kv_bytes(self.ctx_max, kv_value) * replicas
         self.usable_bytes = t * q.gpu.memory_gb * 1e9 * (1 - s.memory_reserve_fraction)
         self.bw = t * q.gpu.memory_bandwidth_gb_per_s * 1e9 * gen.bandwidth_eff
         self.compute_eff = gen.compute_eff_for(compute)
@@ -99,43 +153,59 @@ class _Replica:
 
     def max_batch_by_memory(self) -> int:
         spare = self.usable_bytes - self.weights_bytes
-        if spare < self.ctx_max * self.kv_per_token:
+        if spare < self.kv_max:
             return 0
-        return int(spare // (self.ctx_avg * self.kv_per_token))
+        return int(spare // self.kv_avg)
 
     def _allreduce_s(self, tokens: float) -> float:
+        """Time on the in-server link per pass over ``tokens`` tokens (the whole replica's)."""
         t = self.q.gpus
         if t == 1:
             return 0.0
+        if self.dp > 1:
+            return self._data_parallel_comm_s(tokens)
         lat = self.s.link_latency_us.get(self.q.link.kind, 25.0) * 1e-6
         msg = 2 * (t - 1) / t * tokens * self.hidden * 2  # ring all-reduce of 16-bit activations
         per_layer = 2 * (lat + msg / (self.q.link.gb_per_s_one_way * 1e9 * self.s.link_eff))
         return self.q.model.layers * per_layer
 
-    def weights_read(self, batch: int) -> float:
-        m = self.q.model
-        if m.experts <= 1:
-            return self.weights_bytes
-        # MoE: total = shared + E x expert, active = shared + k x expert. Each token
-        # touches k of E experts; a batch touches their union.
-        e, k = m.experts, m.experts_per_token
-        experts_bytes = (self.weights_bytes - self.active_bytes) * e / (e - k)
-        shared_bytes = self.weights_bytes - experts_bytes
-        touched = 1 - (1 - k / e) ** batch
-        return shared_bytes + experts_bytes * touched
+    def _transfer_s(self, nbytes: float) -> float:
+        lat = self.s.link_latency_us.get(self.q.link.kind, 25.0) * 1e-6
+        return lat + nbytes / (self.q.link.gb_per_s_one_way * 1e9 * self.s.link_eff)
+
+    def _data_parallel_comm_s(self, tokens: float) -> float:
+        """Attention data parallelism: all-reduces inside each attention group (on its share of
+        the tokens, groups in parallel), and on MoE layers an all-to-all that sends each token
+        to its ``k`` experts' GPUs and the results back (the part leaving each GPU)."""
+        m, t, a = self.q.model, self.q.gpus, self.attn_tp
+        moe_layers = min(m.layers, m.moe_layer_count()) if self.weights.experts else 0
+        per_group = tokens / self.dp
+        allreduce = self._transfer_s(2 * (a - 1) / a * per_group * self.hidden * 2) if a > 1 else 0.0
+        moe_layer = 0.0
+        if moe_layers:
+            sent = tokens / t * m.experts_per_token * self.hidden * 2 * (t - 1) / t  # 16-bit activations
+            moe_layer = 2 * self._transfer_s(sent)  # dispatch and combine
+        # attention's all-reduce on every layer; dense layers add the MLP's, MoE layers the all-to-all
+        return m.layers * allreduce + (m.layers - moe_layers) * allreduce + moe_layers * moe_layer
 
     def step_s(self, batch: int) -> tuple[float, str]:
         m = self.q.model
-        mem = (self.weights_read(batch) + batch * self.ctx_avg * self.kv_per_token) / self.bw
-        attn = 4 * m.layers * self.ctx_avg * m.hidden_size * batch
+        mem = (self.weights.read(batch) + batch * self.kv_avg) / self.bw
+        attn = m.attention_flops_per_pair(decode=True) * m.attended(self.ctx_avg) * batch
         comp = (2 * m.active_params_b * 1e9 * batch + attn) / self.flops
         overhead = self.s.step_overhead_ms * 1e-3
         return max(mem, comp) + self._allreduce_s(batch) + overhead, "memory" if mem >= comp else "compute"
 
     def prefill_s(self) -> float:
         m, n = self.q.model, self.q.input_tokens
-        flops = 2 * m.active_params_b * 1e9 * n + 2 * m.layers * n * n * m.hidden_size
-        return max(flops / self.flops, self.weights_read(n) / self.bw) + self._allreduce_s(n)
+        flops = 2 * m.active_params_b * 1e9 * n + m.attention_flops_per_pair(decode=False) * m.causal_pairs(n)
+        compute_s = flops / self.flops
+        if self.dp > 1:
+            # one prompt runs its attention and dense layers on its own group (1/dp of the
+            # GPUs); only its routed experts' work is spread over the whole replica
+            experts = 2 * m.routed_active_params_b() * 1e9 * n
+            compute_s = ((flops - experts) * self.dp + experts) / self.flops
+        return max(compute_s, self.weights.read(n) / self.bw) + self._allreduce_s(n)
 
     def prefill_latency_s(self) -> float:
         """A prompt's own prefill pass, with the per-layer fixed cost that batched
@@ -173,15 +243,17 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
     compute = compute_precision(q.gpu, q.precision)
     if compute is None:
         return InferenceEstimate(fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores")
+    if q.attention_dp < 1 or q.gpus % q.attention_dp:
+        return InferenceEstimate(fits=False, reason=f"attention_dp {q.attention_dp} must divide {q.gpus} GPUs")
     r = _Replica(q, gen, serving)
     base: _Footprint = {
         "weights_gb": r.weights_bytes / 1e9,
-        "kv_gb_per_request": r.ctx_max * r.kv_per_token / 1e9,
+        "kv_gb_per_request": r.kv_max / 1e9,
         "factors": _factors(r),
     }
     by_memory = min(r.max_batch_by_memory(), serving.max_batch)
     if by_memory < 1:
-        need = (r.weights_bytes + r.ctx_max * r.kv_per_token) / 1e9
+        need = (r.weights_bytes + r.kv_max) / 1e9
         return InferenceEstimate(
             fits=False,
             reason=(
@@ -253,6 +325,8 @@ def _factors(r: _Replica) -> dict[str, float | str]:
         "headroom": r.s.headroom,
         "link": r.q.link.kind,
         "link_gb_per_s": r.q.link.gb_per_s_one_way,
+        "attention_dp": r.dp,
+        "kv_replicas": r.q.model.kv_replicas(r.attn_tp),
     }
 
 

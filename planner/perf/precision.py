@@ -14,6 +14,11 @@ BYTES: dict[str, float] = {
     "fp4": 0.5,
 }
 
+# Bytes per weight of the formats checkpoints are published in. MXFP4 (OCP Microscaling):
+# 4-bit E2M1 values plus one 8-bit scale per block of 32, 4.25 bits. DeepSeek's block FP8
+# adds one FP32 scale per 128 x 128 block (4 / 16,384 bytes a weight): left out.
+FORMAT_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
+
 
 def compute_precision(gpu: Gpu, weights: str) -> Precision | None:
     """The tensor-core precision used for ``weights`` on ``gpu``, or None if unsupported.
@@ -37,3 +42,14 @@ def kv_bytes(weights: str, compute: str) -> float:
 def weight_bytes(weights: str, int4_overhead: float) -> float:
     """Bytes per parameter; int4 pays for its group scales and zero points."""
     return BYTES[weights] * (int4_overhead if weights == "int4" else 1.0)
+
+
+def stored_weight_bytes(weights: str, native_format: str | None, int4_overhead: float) -> float:
+    """Bytes per parameter as served: the precision asked for, never more than the checkpoint's own.
+
+    Engines dequantise a checkpoint published in fewer bits on the fly (gpt-oss's MXFP4
+    experts, DeepSeek's FP8) rather than upcast it in memory, so asking for bf16 does not
+    double an FP8 checkpoint; asking for fewer bits than published quantises it further.
+    """
+    asked = weight_bytes(weights, int4_overhead)
+    return asked if native_format is None else min(asked, FORMAT_BYTES[native_format])

@@ -1,7 +1,8 @@
 """Training per job: FLOPs, memory per GPU, MFU, scaling by link and fabric, days.
 
-- FLOPs: ``6 * active_params * tokens`` plus causal attention ``6 * layers * seq * hidden``
-  per token; LoRA/QLoRA skip the frozen weights' gradients (a catalog factor, ~2/3).
+- FLOPs: ``6 * active_params * tokens`` (MoE: the active experts only) plus causal attention,
+  ``6 * layers * seq * hidden`` per token for full attention (less for sliding-window layers,
+  per-head widths for MLA); LoRA/QLoRA skip the frozen weights' gradients (a catalog factor, ~2/3).
 - Memory per GPU, fully sharded (ZeRO-3/FSDP) over all ``G`` GPUs:
   full = 16 bytes/param (bf16 weights and grads, fp32 master, Adam m and v);
   LoRA = 2 bytes/param frozen; QLoRA = 4-bit frozen; plus checkpointed activations.
@@ -56,7 +57,8 @@ class TrainingEstimate:
 
 def training_flops(model: ModelShape, tokens: float, method: str, seq_len: int, lora_factor: float) -> float:
     dense = 6 * model.active_params_b * 1e9
-    attention = 6 * model.layers * seq_len * model.hidden_size
+    # forward + backward (3x) of the causal attention a token takes part in, on average
+    attention = 3 * model.attention_flops_per_pair(decode=False) * model.causal_pairs(seq_len) / seq_len
     full = (dense + attention) * tokens
     return full if method == "full" else full * lora_factor
 

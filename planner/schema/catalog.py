@@ -131,6 +131,14 @@ class Fabric(Strict):
 
 
 class LlmModel(Strict):
+    """A language model's shape: what its memory, bandwidth and FLOPs follow from.
+
+    A dense full-attention model needs only the fields without defaults. The optional ones
+    describe what newer models bring: multi-head latent attention (MLA), sliding-window or
+    chunked local layers, shared + routed experts on some layers, and checkpoints published
+    in fewer bits than 16. Their defaults describe a dense GQA/MHA model in 16-bit.
+    """
+
     id: str = Field(min_length=1)
     name: str
     params_b: float = Field(gt=0, description="total parameters, billions")
@@ -142,8 +150,45 @@ class LlmModel(Strict):
     head_dim: int = Field(ge=1)
     vocab_size: int = Field(ge=1)
     max_context: int = Field(ge=1)
-    experts: int = Field(default=1, ge=1)
-    experts_per_token: int = Field(default=1, ge=1)
+    experts: int = Field(default=1, ge=1, description="routed experts per MoE layer (1: dense)")
+    experts_per_token: int = Field(default=1, ge=1, description="routed experts each token goes to")
+    shared_experts: int = Field(default=0, ge=0, description="experts every token goes to, per MoE layer")
+    moe_layers: int | None = Field(
+        default=None, ge=0, description="layers with experts (the others are dense); default: all of them"
+    )
+    expert_params_b: float | None = Field(
+        default=None,
+        gt=0,
+        description="routed experts' parameters over all layers, billions (shared experts excluded); "
+        "default: inferred from params_b - active_params_b",
+    )
+    attention: Literal["gqa", "mla"] = Field(
+        default="gqa",
+        description="gqa: K and V cached per KV head (MHA when kv_heads == attention_heads); "
+        "mla: one compressed latent plus a RoPE key cached per token, shared by all heads",
+    )
+    kv_lora_rank: int | None = Field(default=None, ge=1, description="MLA: latent width cached per token and layer")
+    qk_rope_head_dim: int | None = Field(default=None, ge=1, description="MLA: RoPE key width cached beside it")
+    qk_nope_head_dim: int | None = Field(default=None, ge=1, description="MLA: per-head query/key width without RoPE")
+    v_head_dim: int | None = Field(default=None, ge=1, description="MLA: per-head value width")
+    q_lora_rank: int | None = Field(default=None, ge=1, description="MLA: query compression width (none: full)")
+    sliding_window: int | None = Field(
+        default=None, ge=1, description="tokens a sliding-window (or chunked local) layer attends to and caches"
+    )
+    full_attention_layers: int | None = Field(
+        default=None, ge=0, description="with sliding_window: layers that attend the whole context (default 0)"
+    )
+    weights_format: Literal["bf16", "fp16", "fp8", "mxfp4"] | None = Field(
+        default=None, description="how the published checkpoint stores its weights (serving never upcasts them)"
+    )
+    experts_format: Literal["bf16", "fp16", "fp8", "mxfp4"] | None = Field(
+        default=None, description="how it stores the routed experts' weights, where that differs (gpt-oss: mxfp4)"
+    )
+    mtp_params_b: float | None = Field(
+        default=None,
+        gt=0,
+        description="multi-token-prediction module, billions, not in params_b (loaded for MTP speculation only)",
+    )
     source: Source
     notes: str = ""
 
@@ -153,7 +198,25 @@ class LlmModel(Strict):
             raise ValueError("active_params_b cannot exceed params_b")
         if self.attention_heads % self.kv_heads:
             raise ValueError("attention_heads must be a multiple of kv_heads")
+        if self.attention == "mla" and (self.kv_lora_rank is None or self.qk_rope_head_dim is None):
+            raise ValueError("MLA attention needs kv_lora_rank and qk_rope_head_dim (what each token caches)")
+        if self.full_attention_layers is not None and (
+            self.sliding_window is None or self.full_attention_layers > self.layers
+        ):
+            raise ValueError("full_attention_layers needs sliding_window and at most `layers` layers")
+        self._check_experts()
         return self
+
+    def _check_experts(self) -> None:
+        if self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token cannot exceed experts")
+        moe_fields = (self.shared_experts, self.moe_layers, self.expert_params_b, self.experts_format)
+        if self.experts == 1 and any(moe_fields):
+            raise ValueError("shared_experts, moe_layers, expert_params_b and experts_format need experts > 1")
+        if self.moe_layers is not None and self.moe_layers > self.layers:
+            raise ValueError("moe_layers cannot exceed layers")
+        if self.expert_params_b is not None and self.expert_params_b >= self.params_b:
+            raise ValueError("expert_params_b must be less than params_b (attention and embeddings are not experts)")
 
 
 class Rack(Strict):
