@@ -21,6 +21,19 @@ def is_precision(name: str) -> TypeGuard[Precision]:
     return name in PRECISIONS
 
 
+# What a part is, for the buyer (problem-format.md, "Added for issues 8-15"): whether it can
+# still be bought, and where it is meant to run. A data-centre plan opts in to the others.
+Lifecycle = Literal["current", "end-of-life", "announced"]
+LIFECYCLES: tuple[Lifecycle, ...] = ("current", "end-of-life", "announced")
+DeploymentClass = Literal["datacenter", "workstation", "consumer", "edge"]
+DEPLOYMENT_CLASSES: tuple[DeploymentClass, ...] = ("datacenter", "workstation", "consumer", "edge")
+Confidence = Literal["high", "medium", "low"]
+
+_LIFECYCLE_DOC = "current: on sale; end-of-life: no longer sold new; announced: not shipping yet (see announced_date)"
+_ANNOUNCED_DOC = "when an announced part was announced; required with lifecycle: announced"
+_LEAD_TIME_DOC = "typical weeks from order to delivery, where a public figure exists (its source in notes)"
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,7 +58,7 @@ class Price(Strict):
 class Gpu(Strict):
     id: str = Field(min_length=1, description="catalog id, e.g. H100-SXM")
     name: str
-    vendor: Literal["nvidia", "amd", "intel", "huawei"]
+    vendor: Literal["nvidia", "amd", "intel", "huawei", "cambricon", "biren", "hygon", "apple"]
     generation: str = Field(description="key into efficiency.yaml, e.g. hopper, ampere, ada, cdna3")
     form_factor: Literal["sxm", "pcie", "oam", "superchip", "edge", "mezzanine"]
     memory_gb: float = Field(gt=0)
@@ -59,6 +72,17 @@ class Gpu(Strict):
     )
     nvlink_domain: int = Field(ge=1, description="GPUs reachable over that link without the host")
     host_link_gb_per_s: float = Field(gt=0, description="PCIe x16 bandwidth, one direction")
+    lifecycle: Lifecycle = Field(description=_LIFECYCLE_DOC)
+    announced_date: dt.date | None = Field(default=None, description=_ANNOUNCED_DOC)
+    deployment_class: DeploymentClass = Field(
+        description="datacenter (server parts), workstation (desk-side professional cards), consumer "
+        "(GeForce-class: no ECC, licence limits data-centre use), edge (embedded modules, SoCs)"
+    )
+    lead_time_weeks: float | None = Field(default=None, ge=0, description=_LEAD_TIME_DOC)
+    confidence: Confidence = Field(
+        description="how well public figures agree: high (vendor datasheet), medium (sources conflict, or "
+        "secondary sources only), low (thin or derived figures; see notes)"
+    )
     price: Price
     source: Source
     notes: str = ""
@@ -69,7 +93,13 @@ class Gpu(Strict):
             raise ValueError("int4 is weight-only: it computes at 16-bit, list no int4 TFLOPS")
         if not ({"bf16", "fp16"} & self.tflops_dense.keys()):
             raise ValueError("a GPU needs a 16-bit (bf16 or fp16) dense TFLOPS figure")
+        _check_lifecycle(self.lifecycle, self.announced_date)
         return self
+
+
+def _check_lifecycle(lifecycle: Lifecycle, announced_date: dt.date | None) -> None:
+    if lifecycle == "announced" and announced_date is None:
+        raise ValueError("an announced part needs its announced_date")
 
 
 class ServerChassis(Strict):
@@ -78,7 +108,7 @@ class ServerChassis(Strict):
     kind: Literal["hgx", "pcie", "workstation", "edge", "rack-scale", "oam"]
     gpus: list[str] = Field(min_length=1, description="GPU ids this chassis takes")
     gpus_per_server: int = Field(ge=1)
-    gpu_link: Literal["nvlink", "pcie", "infinity-fabric", "hccs", "ethernet"] = Field(
+    gpu_link: Literal["nvlink", "pcie", "infinity-fabric", "hccs", "ethernet", "mlu-link", "blink"] = Field(
         description="how the GPUs in one server talk to each other"
     )
     gpu_link_gb_per_s: float | None = Field(
@@ -91,8 +121,45 @@ class ServerChassis(Strict):
     base_power_w: float = Field(ge=0, description="everything but the GPUs and scale-out NICs")
     base_price: Price = Field(description="chassis, CPUs, memory, storage; GPUs excluded")
     scaleout_nics: int = Field(ge=0, description="scale-out NIC ports per server; 0: cannot join a cluster")
+    lifecycle: Lifecycle = Field(description=_LIFECYCLE_DOC)
+    announced_date: dt.date | None = Field(default=None, description=_ANNOUNCED_DOC)
+    deployment_class: DeploymentClass = Field(
+        description="datacenter (rack servers), workstation (desk-side towers), edge (embedded boxes)"
+    )
+    lead_time_weeks: float | None = Field(default=None, ge=0, description=_LEAD_TIME_DOC)
+    needs_rack: bool = Field(
+        default=True,
+        description="False: stands on a desk or shelf (workstation, edge box); no rack is bought for it",
+    )
+    gpus_per_tray: int | None = Field(
+        default=None,
+        ge=1,
+        description="rack-scale systems: GPUs per compute tray, the unit a job or replica is placed on "
+        "(the system is still bought whole)",
+    )
+    nvlink_domain: int | None = Field(
+        default=None,
+        ge=1,
+        description="GPUs in one NVLink (scale-up) domain in this system; default: gpus_per_server",
+    )
     source: Source
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> ServerChassis:
+        _check_lifecycle(self.lifecycle, self.announced_date)
+        if self.kind == "rack-scale" and self.gpus_per_tray is None:
+            raise ValueError(f"rack-scale system {self.id} needs gpus_per_tray")
+        if self.gpus_per_tray is not None and self.gpus_per_server % self.gpus_per_tray:
+            raise ValueError(f"{self.id}: gpus_per_server must be a multiple of gpus_per_tray")
+        if self.nvlink_domain is not None and self.nvlink_domain > self.gpus_per_server:
+            raise ValueError(f"{self.id}: nvlink_domain cannot exceed gpus_per_server")
+        return self
+
+    @property
+    def trays(self) -> int:
+        """Compute trays per system (1 where the system is not built of trays)."""
+        return self.gpus_per_server // self.gpus_per_tray if self.gpus_per_tray else 1
 
 
 class Fabric(Strict):
