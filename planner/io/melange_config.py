@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import InputError
-from planner.io.yaml_io import read_input_text
+from planner.io.files import loads_json as loads_json  # re-exported: JSON is read as every input is
+from planner.io.files import read_input_text
 
 MAX_FILE_BYTES = 20_000_000
 SHARE_TOLERANCE = 1e-3  # as the problem schema: mix shares must sum to 1 within this
@@ -83,35 +84,10 @@ def bucket_name(i: int, j: int) -> str:
 
 
 def read_config(path: str | Path) -> MelangeInstance:
-    """Read and check a Mélange JSON config; every problem is an InputError naming the file and key."""
+    """Read and check a Mélange JSON config (a regular file, bounded, UTF-8; JSON without NaN, huge
+    numbers or deep nesting); every problem is an InputError naming the file and key."""
     text = read_input_text(Path(path), "a Mélange JSON config", MAX_FILE_BYTES, encoding="utf-8-sig")
     return parse_config(loads_json(text, str(path)), str(path))
-
-
-def loads_json(text: str, name: str = "<string>") -> Any:
-    def no_constant(token: str) -> Any:
-        raise _JsonValueError(f"{token} is not a number JSON allows")
-
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise _JsonValueError(f"key {key!r} appears twice in one object")
-            out[key] = value
-        return out
-
-    try:
-        return json.loads(text, parse_constant=no_constant, object_pairs_hook=no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"is not valid JSON: {exc.msg} (column {exc.colno})", file=name, line=exc.lineno) from None
-    except _JsonValueError as exc:
-        raise InputError(f"is not valid JSON: {exc}", file=name) from None
-    except RecursionError:
-        raise InputError("is not valid JSON: nested too deeply", file=name) from None
-
-
-class _JsonValueError(ValueError):
-    pass
 
 
 def parse_config(data: Any, name: str = "<string>") -> MelangeInstance:

@@ -5,34 +5,73 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from typing import Any
 
 from planner.errors import InputError
+from planner.io.files import check_reference, excerpt
 from planner.io.problem_io import LoadedProblem, parse_problem
 
 LISTS = ("training", "inference")
+REFERENCE_KEYS = frozenset({"csv"})  # keys whose value names a file (inside the problem's folder)
 
 
-def parse_value(text: str) -> Any:
-    """A command-line value as YAML would read it: numbers, booleans, null, lists, text."""
-    from planner.io.yaml_io import loads_yaml
+def parse_value(text: str, key: str = "--set") -> Any:
+    """A command-line value as YAML would read it: numbers, booleans, null, lists, text.
+    A number the problem file would refuse (`1:30` aside, which stays text) is refused here, naming ``key``."""
+    from planner.io.yaml_io import NumberError, loads_yaml
 
     try:
         value, _ = loads_yaml(f"v: {text}", "--set")
+    except NumberError as exc:
+        raise InputError(exc.message, key=key, hint=exc.hint) from None
     except InputError:
         return text
+    if not _finite(value["v"]):
+        raise InputError(f"expected a finite number, got {excerpt(text)}", key=key)
     return value["v"]
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in a value (a list or mapping included)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def parse_set(option: str) -> tuple[str, list[Any]]:
     """``PATH=V1,V2`` -> (PATH, [V1, V2])."""
     if "=" not in option:
-        raise InputError(f"expected PATH=V1,V2,..., got {option!r}", key="--set")
-    path, _, values = option.partition("=")
-    items = [v.strip() for v in values.split(",") if v.strip()]
-    if not path.strip() or not items:
-        raise InputError(f"expected PATH=V1,V2,..., got {option!r}", key="--set")
-    return path.strip(), [parse_value(v) for v in items]
+        raise InputError(f"expected PATH=V1,V2,..., got {excerpt(option)}", key="--set")
+    raw_path, _, text = option.partition("=")
+    path = raw_path.strip()
+    items = [v.strip() for v in text.split(",") if v.strip()]
+    if not path or not items:
+        raise InputError(f"expected PATH=V1,V2,..., got {excerpt(option)}", key="--set")
+    values = [parse_value(v, f"--set {path}") for v in items]
+    for value in values:
+        check_override_references(path, value, prefix="--set ")
+    return path, values
+
+
+def check_override_references(path: str, value: Any, file: str | None = None, prefix: str = "") -> None:
+    """An override is part of the problem: a file it names must be a relative path that stays in the
+    problem's folder (`--set inference.chat.mix.csv=/etc/passwd` is refused before anything is read)."""
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((f"{where}.{k}", v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(node))
+        elif where.rsplit(".", 1)[-1] in REFERENCE_KEYS:
+            if not isinstance(node, str):
+                raise InputError("expected the path of a file", file=file, key=prefix + where)
+            check_reference(node, file=file, key=prefix + where)
 
 
 def apply_override(data: dict[str, Any], path: str, value: Any) -> None:
@@ -77,7 +116,7 @@ def variant(base: LoadedProblem, overrides: dict[str, Any]) -> LoadedProblem:
     for path, value in overrides.items():
         apply_override(data, path, value)
     label = ", ".join(f"{k}={v}" for k, v in overrides.items())
-    return parse_problem(data, base.lines, f"{base.file} [{label}]")
+    return parse_problem(data, base.lines, f"{base.file} [{label}]", base.folder)
 
 
 def grid(sets: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ closest valid key or catalog name.
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from planner.catalog import Catalog, suggest
 from planner.errors import InputError, Where
+from planner.io.files import EXCERPT_CHARS, excerpt, resolve_reference
 from planner.io.requests_csv import bucket_requests, read_requests_csv
-from planner.io.yaml_io import Path_, dotted_path, line_of, load_yaml, loads_yaml
+from planner.io.yaml_io import Path_, dotted_path, is_sexagesimal, line_of, load_yaml, loads_yaml
 from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
 
 
@@ -27,6 +29,7 @@ class LoadedProblem:
     file: str
     lines: dict[Path_, int]
     raw: Any = None  # the mapping as read, for what-if overrides
+    folder: Path | None = None  # where files the problem names live (None: the working directory)
 
     def line(self, *loc: str | int) -> int | None:
         return line_of(self.lines, loc)
@@ -34,15 +37,19 @@ class LoadedProblem:
 
 def load_problem(path: str | Path) -> LoadedProblem:
     data, lines = load_yaml(Path(path))
-    return parse_problem(data, lines, str(path))
+    return parse_problem(data, lines, str(path), Path(path).parent)
 
 
-def loads_problem(text: str, name: str = "<string>") -> LoadedProblem:
+def loads_problem(text: str, name: str = "<string>", folder: Path | None = None) -> LoadedProblem:
     data, lines = loads_yaml(text, name)
-    return parse_problem(data, lines, name)
+    return parse_problem(data, lines, name, folder)
 
 
-def parse_problem(data: Any, lines: dict[Path_, int], name: str) -> LoadedProblem:
+def parse_problem(data: Any, lines: dict[Path_, int], name: str, folder: Path | None = None) -> LoadedProblem:
+    """A validated problem; files it names (a mix's `csv`) are read from inside ``folder``
+    (None: the problem file's folder when ``name`` is a file, else the working directory)."""
+    if folder is None:
+        folder = Path(name).parent if not name.startswith("<") else Path.cwd()
     if not isinstance(data, dict):
         raise InputError(
             f"expected a mapping of keys (name, training, inference, ...), got {_kind_of(data)}",
@@ -50,15 +57,16 @@ def parse_problem(data: Any, lines: dict[Path_, int], name: str) -> LoadedProble
             line=1,
         )
     try:
-        problem = Problem.model_validate(_with_mix_csv(data, lines, name))
+        problem = Problem.model_validate(_with_mix_csv(data, lines, name, folder))
     except ValidationError as exc:
         raise _to_input_error(exc, data, lines, name) from None
-    return LoadedProblem(problem, name, lines, data)
+    return LoadedProblem(problem, name, lines, data, folder)
 
 
-def _with_mix_csv(data: dict[str, Any], lines: dict[Path_, int], name: str) -> dict[str, Any]:
+def _with_mix_csv(data: dict[str, Any], lines: dict[Path_, int], name: str, folder: Path) -> dict[str, Any]:
     """Services whose mix is a CSV of observed requests get their buckets here (the file is
-    relative to the problem file); the raw mapping keeps the `csv` key for what-if runs."""
+    relative to the problem file and must stay inside its folder); the raw mapping keeps the
+    `csv` key for what-if runs."""
     services = data.get("inference")
     if not isinstance(services, list):
         return data
@@ -74,10 +82,8 @@ def _with_mix_csv(data: dict[str, Any], lines: dict[Path_, int], name: str) -> d
             raise InputError("give a mix as `buckets` or as `csv`, not both", **where)
         if not isinstance(mix["csv"], str) or not mix["csv"]:
             raise InputError("`csv` must be the path of a file of observed requests", **where)
-        path = Path(mix["csv"])
-        if not path.is_absolute() and not name.startswith("<"):
-            path = Path(name).parent / path
-        requests = read_requests_csv(path, name)
+        path = resolve_reference(mix["csv"], folder, **where)
+        requests = read_requests_csv(path, str(folder / mix["csv"]), key=where.get("key"))
         edges = {k: mix[k] for k in ("input_edges", "output_edges") if isinstance(mix.get(k), list)}
         try:
             buckets = bucket_requests(requests, **edges)
@@ -148,6 +154,7 @@ _EXPECTED = {
     "finite_number": "expected a finite number",
 }
 _UNION_BRANCHES = {"str", "InlineModel"}
+_VALIDATED_BRANCH = re.compile(r"^function-\w+\[.*, (\w+)\]$")  # a branch with a validator: its tag in a loc
 _SHOULD = re.compile(r"^\w+ should( be)?")
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 
@@ -155,7 +162,10 @@ _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 def _to_input_error(exc: ValidationError, data: Any, lines: dict[Path_, int], name: str) -> InputError:
     # A typo'd key also makes a required key "missing": report the typo, it is the cause.
     # Otherwise the deepest location is the most specific (unions report one error per branch).
-    errors = sorted(exc.errors(), key=lambda e: (e["type"] != "extra_forbidden", -len(e["loc"])))
+    # On a tie, a check's message beats a union branch's "not this type" (`model: {active > total}`).
+    errors = sorted(
+        exc.errors(), key=lambda e: (e["type"] != "extra_forbidden", -len(e["loc"]), _is_type_error(e["type"]))
+    )
     err = errors[0]
     loc = _without_branches(err["loc"])
     kind = err["type"]
@@ -175,7 +185,7 @@ def _to_input_error(exc: ValidationError, data: Any, lines: dict[Path_, int], na
         message = "required key is missing"
     elif kind == "value_error":
         message = str(err["msg"]).removeprefix("Value error, ")
-    elif any(x in _UNION_BRANCHES for x in err["loc"]) and len(loc) == len(err["loc"]) - 1 and _is_type_error(kind):
+    elif any(_is_branch(x) for x in err["loc"]) and len(loc) == len(err["loc"]) - 1 and _is_type_error(kind):
         # `model: 5`: neither a catalog name nor an inline model.
         message = f"expected a model name or a mapping like {{params_b: 7}}, got {_shown(got)}"
         hint = "names: `planner catalog models`"
@@ -200,9 +210,7 @@ def _distinct(errors: list[Any]) -> int:
 
     def superseded(loc: tuple[Any, ...]) -> bool:
         return (
-            bool(loc)
-            and loc[-1] in _UNION_BRANCHES
-            and any(len(o) > len(loc) and o[: len(loc) - 1] == loc[:-1] for o in locs)
+            bool(loc) and _is_branch(loc[-1]) and any(len(o) > len(loc) and o[: len(loc) - 1] == loc[:-1] for o in locs)
         )
 
     kept = {_without_branches(loc) for loc in locs if not superseded(loc)}
@@ -210,7 +218,15 @@ def _distinct(errors: list[Any]) -> int:
 
 
 def _without_branches(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(x for x in loc if not (isinstance(x, str) and x in _UNION_BRANCHES))
+    return tuple(x for x in loc if not _is_branch(x))
+
+
+def _is_branch(item: Any) -> bool:
+    """A union branch's tag in an error location (`InlineModel`, `function-after[_check(), InlineModel]`)."""
+    if not isinstance(item, str):
+        return False
+    validated = _VALIDATED_BRANCH.match(item)
+    return (validated[1] if validated else item) in _UNION_BRANCHES
 
 
 def _is_type_error(kind: str) -> bool:
@@ -222,18 +238,23 @@ def _shown(value: Any) -> str:
         return "an empty value"
     if isinstance(value, (dict, list)):
         return "a mapping" if isinstance(value, dict) else "a list"
-    return repr(value)
+    if isinstance(value, str):
+        return excerpt(value)
+    text = repr(value)
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
 
 def _type_hint(kind: str, got: Any) -> str | None:
     if kind in {"float_type", "int_type"} and isinstance(got, bool):
         return "YAML reads yes/no/on/off/true/false as booleans; write a number"
     if kind in {"float_type", "int_type"} and isinstance(got, str):
+        if is_sexagesimal(got):
+            return "YAML 1.1 would read 1:30 as 90 (base 60); write the value as one number"
         try:
-            float(got.replace("_", ""))
+            number = float(got.replace("_", ""))
         except ValueError:
             return None
-        return "write the number without quotes"
+        return "write the number without quotes" if math.isfinite(number) else "numbers must be finite"
     if kind == "string_type" and isinstance(got, (bool, int, float, datetime.date)):  # `name: 2024-01-01` is a date
         return "put the value in quotes to make it text"
     return None

@@ -8,56 +8,103 @@ the fraction of requests in it. Finer edges give sizes closer to each request.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from planner.errors import InputError
+from planner.io.files import read_input_text
 
 # Powers of two: request lengths spread over orders of magnitude.
 DEFAULT_INPUT_EDGES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 DEFAULT_OUTPUT_EDGES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 MAX_ROWS = 10_000_000
+MAX_CSV_BYTES = 200_000_000  # ~10 million short rows
+MAX_FIELD_CHARS = 1_000  # a token count is a few digits; a longer field is not one
+MAX_TOKENS = 10_000_000  # the problem schema's limit on a request's prompt or output length
 COLUMNS = ("input_tokens", "output_tokens")
 
 
-def read_requests_csv(path: Path, shown: str) -> list[tuple[int, int]]:
-    """(input, output) token counts, one per observed request; errors name the row."""
-    try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the request CSV {path}: {exc.strerror}", file=shown) from None
+def read_requests_csv(path: Path, shown: str | None = None, key: str | None = None) -> list[tuple[int, int]]:
+    """(input, output) token counts, one per observed request; errors name the file (``shown``),
+    the problem key that named it (``key``) and the row, and never quote the file's content."""
+    name = shown if shown is not None else str(path)
+    expected = "a CSV of requests (input_tokens,output_tokens)"
+    text = read_input_text(path, expected, MAX_CSV_BYTES, "utf-8-sig", shown=name, key=key)
     rows: list[tuple[int, int]] = []
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(
-                f"the request CSV has no column {missing[0]!r} (header: {', '.join(reader.fieldnames or [])})",
-                file=str(path),
-                line=1,
-                hint="columns input_tokens,output_tokens, one row per request",
-            )
-        for number, row in enumerate(reader, start=2):
-            inp, out = (_count(row.get(c), c, path, number) for c in COLUMNS)
-            rows.append((inp, out))
-            if len(rows) > MAX_ROWS:
-                raise InputError(f"the request CSV has more than {MAX_ROWS:,} rows", file=str(path), line=number)
+    for number, (inp, out) in _rows(text, name, key):
+        rows.append((_count(inp, COLUMNS[0], name, key, number), _count(out, COLUMNS[1], name, key, number)))
+        if len(rows) > MAX_ROWS:
+            raise InputError(f"the request CSV has more than {MAX_ROWS:,} rows", file=name, key=key, line=number)
     if not rows:
-        raise InputError("the request CSV has no requests", file=str(path), line=1)
+        raise InputError("the request CSV has no requests", file=name, key=key, line=1)
     return rows
 
 
-def _count(text: str | None, column: str, path: Path, line: int) -> int:
+def _rows(text: str, name: str, key: str | None) -> Iterator[tuple[int, tuple[str, str]]]:
+    """(line, (input_tokens, output_tokens) fields) of every data row; malformed CSV is one InputError."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    columns: tuple[int, int] | None = None
     try:
-        value = float((text or "").strip())
+        for row in reader:
+            if any(len(field) > MAX_FIELD_CHARS for field in row):
+                raise InputError(
+                    f"a field is longer than {MAX_FIELD_CHARS:,} characters", file=name, key=key, line=reader.line_num
+                )
+            if columns is None:
+                columns = _header(row, name, key)
+                continue
+            if not any(field.strip() for field in row):
+                continue  # a blank line
+            padded = [*row, "", ""]
+            yield reader.line_num, (padded[columns[0]], padded[columns[1]])
+    except csv.Error as exc:  # the module's messages name its limits, never the data
+        raise InputError(f"is not a valid CSV file: {exc}", file=name, key=key, line=reader.line_num) from None
+    if columns is None:
+        raise InputError("the request CSV is empty", file=name, key=key, line=1, hint=_COLUMNS_HINT)
+
+
+_COLUMNS_HINT = "columns input_tokens,output_tokens, one row per request"
+
+
+def _header(row: list[str], name: str, key: str | None) -> tuple[int, int]:
+    names = [field.strip() for field in row]
+    for column in COLUMNS:
+        if column not in names:
+            raise InputError(
+                f"the request CSV's header has no column {column!r}", file=name, key=key, line=1, hint=_COLUMNS_HINT
+            )
+    return names.index(COLUMNS[0]), names.index(COLUMNS[1])
+
+
+def _count(text: str, column: str, name: str, key: str | None, line: int) -> int:
+    problem = _why_not_a_count(text.strip())
+    if problem:
+        raise InputError(
+            f"{column} must be a whole number of tokens between 1 and {MAX_TOKENS:,}, got {problem}",
+            file=name,
+            key=key,
+            line=line,
+        )
+    return int(float(text))
+
+
+def _why_not_a_count(text: str) -> str | None:
+    """What is wrong with a token count, in words that quote nothing of the file."""
+    if not text:
+        return "an empty field"
+    try:
+        value = float(text)
     except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value < 1 or value != int(value):
-        raise InputError(f"{column} must be a whole number of tokens >= 1, got {text!r}", file=str(path), line=line)
-    return int(value)
+        return "text that is not a number"
+    if not math.isfinite(value) or value > MAX_TOKENS:
+        return "a larger number"
+    if value < 1:
+        return "a number below 1"
+    return "a fraction" if value != int(value) else None
 
 
 def bucket_requests(

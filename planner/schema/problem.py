@@ -126,6 +126,16 @@ class InlineModel(Strict):
     kv_heads: int | None = Field(default=None, ge=1, le=10_000)
     head_dim: int | None = Field(default=None, ge=1, le=10_000)
 
+    @model_validator(mode="after")
+    def _check(self) -> InlineModel:
+        # A mixture of experts runs a share of its parameters per token, never more than it has.
+        if self.active_params_b is not None and self.active_params_b > self.params_b:
+            raise ValueError(
+                f"active_params_b ({self.active_params_b:g}) must not exceed params_b ({self.params_b:g}), "
+                "the model's total parameters"
+            )
+        return self
+
 
 class TrainingJob(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
@@ -185,7 +195,7 @@ class RequestMix(Strict):
     csv: str | None = Field(
         default=None,
         description="observed requests, one per row with columns input_tokens,output_tokens "
-        "(path relative to the problem file); bucketed by the edges",
+        "(a path relative to the problem file, inside its folder); bucketed by the edges",
     )
     input_edges: list[int] | None = Field(
         default=None, min_length=1, max_length=100, description="bucket upper edges for prompt lengths (csv only)"

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import random
 import statistics
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import InputError
-from planner.io.overrides import variant
+from planner.io.overrides import check_override_references, variant
 from planner.io.problem_io import LoadedProblem, dotted
 from planner.io.yaml_io import line_of, load_yaml
 
@@ -84,9 +85,11 @@ class ScenarioFile(_Strict):
 
 
 def load_scenarios(path: str) -> ScenarioFile:
-    data, lines = load_yaml(__import__("pathlib").Path(path))
+    """Read a scenario file (a regular file, bounded, UTF-8: see planner.io.files) and check it.
+    Its overrides are part of the problem: a file one names must stay in the problem's folder."""
+    data, lines = load_yaml(Path(path))
     try:
-        return ScenarioFile.model_validate(data)
+        spec = ScenarioFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
@@ -96,6 +99,15 @@ def load_scenarios(path: str) -> ScenarioFile:
             key=dotted(loc, data) or None,
             line=line_of(lines, loc),
         ) from None
+    for index, scenario in enumerate(spec.scenarios):
+        for key, value in scenario.set.items():
+            try:
+                check_override_references(key, value, path)
+            except InputError as exc:
+                loc = ("scenarios", index, "set", key)
+                where = f"{dotted(loc[:-1], data)}.{exc.key}"
+                raise InputError(exc.message, file=path, key=where, line=line_of(lines, loc), hint=exc.hint) from None
+    return spec
 
 
 def _percentile(values: list[float], q: float) -> float:
