@@ -73,6 +73,14 @@ def per_rack(units: int, power_w: float, rack_units: int, rack_power_kw: float) 
     return max(0, min(rack_units // units, int(u.w(rack_power_kw) // power_w)))
 
 
+def servers_per_rack(spec: PoolSpec, rack_units: int, rack_power_kw: float) -> int | None:
+    """How many of a pool's servers one rack holds; None when the chassis stands outside racks
+    (a desk-side workstation, an edge box): it needs neither rack space nor rack power."""
+    if not spec.chassis.needs_rack:
+        return None
+    return per_rack(spec.rack_units, spec.power_w, rack_units, rack_power_kw)
+
+
 def racks_needed(count: int, fit: int) -> int:
     if count == 0:
         return 0

@@ -27,3 +27,18 @@ def test_rack_fit_by_units_and_power():
     assert per_rack(4, 500, 42, 40) == 10  # unit-bound
     assert per_rack(48, 1_000, 42, 100) == 0
     assert racks_needed(0, 3) == 0 and racks_needed(7, 3) == 3
+
+
+def test_a_desk_side_workstation_buys_no_rack() -> None:
+    """Workstation and edge chassis stand outside racks: no rack line, no rack limits."""
+    from pathlib import Path
+
+    from planner.io.problem_io import load_problem
+    from planner.pipeline import plan_problem
+
+    plan = plan_problem(load_problem(Path(__file__).resolve().parent.parent / "problems" / "qlora-workstation.yaml"))
+    assert plan.status == "optimal" and plan.verification == []
+    assert {s.server for s in plan.servers} == {"workstation-2gpu"}
+    assert plan.racks == 0 and plan.rack_units == 0
+    assert not [p for p in plan.purchase if p.category == "rack"]
+    assert plan.tco_breakdown_usd.get("racks", 0) == 0

@@ -16,7 +16,7 @@ from collections import defaultdict
 import pytest
 
 from planner import units as u
-from planner.bom import network_for, per_rack, pool_spec
+from planner.bom import network_for, per_rack, pool_spec, servers_per_rack
 from planner.catalog import load_catalog
 from planner.finance import LineItem, Rates, summarize
 from planner.io.problem_io import loads_problem
@@ -121,8 +121,8 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         n = math.ceil(n_gpus / s.gpus_per_server)
         if n > pool_limit(p, catalog, key)[0]:
             return None
-        fit = per_rack(s.rack_units, s.power_w, p.site.rack_units, p.site.rack_power_kw)
-        racks += math.ceil(n / fit)
+        fit = servers_per_rack(s, p.site.rack_units, p.site.rack_power_kw)
+        racks += 0 if fit is None else math.ceil(n / fit)  # desk-side and edge chassis need no rack
         it_w += n * s.power_w
         items.append(LineItem("server", "", "", n, s.server_price_usd, s.server_power_w))
         if s.nics_per_server:

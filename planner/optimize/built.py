@@ -22,7 +22,7 @@ class PoolVars:
     spec: PoolSpec
     servers: cp_model.IntVar  # the most installed in any year (what racks and the network must hold)
     racks: cp_model.IntVar
-    fit_per_rack: int
+    fit_per_rack: int  # 0: stands outside racks (a workstation, an edge box)
     bought: list[cp_model.IntVar] = field(default_factory=list)  # per purchase year
     installed: list[Expr] = field(default_factory=list)  # per operating year (index 0 = year 1)
 

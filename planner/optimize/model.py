@@ -17,7 +17,7 @@ from collections.abc import Collection
 from ortools.sat.python import cp_model
 
 from planner import units as u
-from planner.bom import PoolKey, max_ports, per_rack, pool_spec
+from planner.bom import PoolKey, max_ports, per_rack, pool_spec, servers_per_rack
 from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.limits.table import every_limit
@@ -75,12 +75,12 @@ def _pools(
         limit, _ = pool_limit(problem, catalog, key, ignore=relax)
         have, have_racks = b.kept.get(key, (0, 0))
         limit = max(limit, have)
-        fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+        fit = servers_per_rack(spec, site.rack_units, site.rack_power_kw)
         n = m.new_int_var(0, limit, f"servers[{key.label()}]")
-        r = m.new_int_var(0, math.ceil(limit / fit), f"racks[{key.label()}]")
-        # Homogeneous racks: each rack holds `fit` servers of this pool (rack_units, rack_power).
-        m.add(r * fit >= n).with_name(f"racks_for[{key.label()}]")
-        pv = PoolVars(spec, n, r, fit)
+        r = m.new_int_var(0, 0 if fit is None else math.ceil(limit / fit), f"racks[{key.label()}]")
+        if fit is not None:  # homogeneous racks: each holds `fit` servers of this pool (units, power)
+            m.add(r * fit >= n).with_name(f"racks_for[{key.label()}]")
+        pv = PoolVars(spec, n, r, fit or 0)
         if have:
             # Owned servers stay (and run) from year 0; only purchases beyond them cost capex.
             m.add(n >= have).with_name(f"kept[{key.label()}]")

@@ -76,7 +76,8 @@ def _servers(
             continue
         spec = p.spec
         pool_racks = s.value(p.racks)
-        racks.add(pool_racks, n, spec.rack_units, min(n, p.fit_per_rack), spec.power_w)
+        in_racks = n if p.fit_per_rack else 0  # a workstation or edge box fills no rack
+        racks.add(pool_racks, in_racks, spec.rack_units, min(n, p.fit_per_rack), spec.power_w)
         gpu = catalog.gpus[key.gpu]
         price_note = (
             "GPU price: your quote (catalog.prices_usd)"

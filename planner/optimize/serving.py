@@ -171,7 +171,8 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
     for key, p in b.pools.items():
         server = rates.unit_tco_usd(p.spec.server_price_usd, p.spec.server_power_w, "server")
         rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
-        site_per_gpu[key] = math.floor((server + rack / p.fit_per_rack) / p.spec.gpus_per_server)
+        rack_share = rack / p.fit_per_rack if p.fit_per_rack else 0.0
+        site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
     for name, per_year in b.serve.items():
         need, spare, pers = b.serve_rates[name]
         if not per_year or not pers or f"service:{name}:rate" in relax:

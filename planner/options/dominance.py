@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.bom import PoolKey, per_rack, pool_spec
+from planner.bom import PoolKey, pool_spec, servers_per_rack
 from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.options.types import TrainingOption
@@ -58,13 +58,13 @@ def least_added(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Ra
         rates.unit_tco_usd(spec.nic_price_usd, spec.nic_power_w, "network") + rates.unit_tco_usd(cable, 0, "network")
     )
     site = problem.site
-    fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+    fit = servers_per_rack(spec, site.rack_units, site.rack_power_kw)
     return Footprint(
         tco_usd=n * per_server_tco,
         capex_usd=n * (spec.server_price_usd + spec.nics_per_server * (spec.nic_price_usd + cable)),
         power_w=n * spec.power_w,
         # racks are homogeneous per pool; another job's rack may have up to fit-1 free slots
-        racks=max(0, math.ceil((n - fit + 1) / fit)),
+        racks=0 if not fit else max(0, math.ceil((n - fit + 1) / fit)),
     )
 
 

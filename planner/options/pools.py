@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from planner import units as u
-from planner.bom import PoolKey, max_ports, per_rack, pool_spec
+from planner.bom import PoolKey, max_ports, pool_spec, servers_per_rack
 from planner.catalog import Catalog
 from planner.pricing import server_price_usd
 from planner.schema.problem import Problem
@@ -27,7 +27,7 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     """
     spec = pool_spec(catalog, key)
     site = problem.site
-    fit = per_rack(spec.rack_units, spec.power_w, site.rack_units, site.rack_power_kw)
+    fit = servers_per_rack(spec, site.rack_units, site.rack_power_kw)
     if fit == 0:
         return 0, (
             f"one {key.server} server ({spec.rack_units}U, {u.kw(spec.power_w):.1f} kW) does not fit "
@@ -42,7 +42,7 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
         bounds.append(stock[key.gpu] // spec.gpus_per_server * (problem.horizon_years if problem.yearly else 1))
         if bounds[-1] == 0:
             return 0, f"stock: only {stock[key.gpu]} x {key.gpu} available, a server holds {spec.gpus_per_server}"
-    if site.racks is not None and "racks" not in ignore:
+    if site.racks is not None and "racks" not in ignore and fit is not None:
         bounds.append(site.racks * fit)
     if site.power_kw is not None and "site_power" not in ignore:
         bounds.append(int(u.w(site.power_kw) / problem.finance.pue // spec.power_w))

@@ -88,15 +88,18 @@ def _check_pool(
     tally.ports[fid] += nics * peak
     for k in tally.server_w:
         tally.server_w[k] += power * installed[k]
-    fit = min(site.rack_units // chassis.rack_units, int(u.w(site.rack_power_kw) // power))
     pool_racks = sum(r.racks for r in rows)
-    if fit < 1 or pool_racks < math.ceil(peak / fit):
-        errs.append(
-            f"{server}+{gpu_id}: {peak} servers need {math.ceil(peak / max(fit, 1))} racks, plan has {pool_racks}"
-        )
     tally.racks += pool_racks
-    m.max_rack_kw = max(m.max_rack_kw, u.kw(min(peak, fit) * power))
-    m.max_rack_units = max(m.max_rack_units, min(peak, fit) * chassis.rack_units)
+    if not chassis.needs_rack:  # a desk-side or edge chassis: no rack, no rack limits
+        if pool_racks:
+            errs.append(f"{server}+{gpu_id}: stands outside racks, plan gives it {pool_racks}")
+    else:
+        fit = min(site.rack_units // chassis.rack_units, int(u.w(site.rack_power_kw) // power))
+        if fit < 1 or pool_racks < math.ceil(peak / fit):
+            need = math.ceil(peak / max(fit, 1))
+            errs.append(f"{server}+{gpu_id}: {peak} servers need {need} racks, plan has {pool_racks}")
+        m.max_rack_kw = max(m.max_rack_kw, u.kw(min(peak, fit) * power))
+        m.max_rack_units = max(m.max_rack_units, min(peak, fit) * chassis.rack_units)
     m.server_price_usd = max([m.server_price_usd, *(r.unit_price_usd for r in rows)])
     m.server_facility_kw = max(m.server_facility_kw, u.facility_kw(power, fin.pue))
     if gpu_id.lower() in {x.lower() for x in problem.catalog.exclude}:
