@@ -13,6 +13,7 @@ from planner.limits.table import constraint_rows
 from planner.optimize.built import Built
 from planner.optimize.readback import ReadBack, read_back
 from planner.optimize.solve import Solved
+from planner.part_notes import part_notes
 from planner.schema.plan import CashFlowRow, Plan, PurchaseRow
 from planner.schema.problem import Problem
 
@@ -77,6 +78,7 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
     )
     # the limits report reads the plan itself: it cannot say what the plan does not hold
     plan.constraints = constraint_rows(p, catalog, measure(p, plan))
+    plan.advice = part_notes(plan.servers, catalog)
     return plan
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, TypeVar
@@ -97,14 +98,25 @@ class Catalog:
         vendors: list[str] | None = None,
         prices_usd: dict[str, float] | None = None,
         rent_usd: dict[str, float] | None = None,
+        allow: Collection[str] = (),
     ) -> Catalog:
-        """A copy without excluded GPUs (and servers left empty), with price quotes applied."""
-        excluded = {self.gpu(n).id for n in exclude or []}
-        gpus = {k: g for k, g in self.gpus.items() if k not in excluded and (vendors is None or g.vendor in vendors)}
+        """A copy with only what the problem may buy, price quotes applied.
+
+        By default: current data-centre parts. ``allow`` opts in to end-of-life or announced
+        parts and to workstation, consumer or edge classes; ``exclude`` names GPU ids,
+        chassis ids or classes. A server left with no GPU goes too."""
+        names = {n.lower() for n in exclude or []}
+
+        def usable(part: Gpu | ServerChassis) -> bool:
+            classes_ok = part.deployment_class == "datacenter" or part.deployment_class in allow
+            life_ok = part.lifecycle == "current" or part.lifecycle in allow
+            return classes_ok and life_ok and part.id.lower() not in names and part.deployment_class not in names
+
+        gpus = {k: g for k, g in self.gpus.items() if usable(g) and (vendors is None or g.vendor in vendors)}
         servers = {}
         for key, chassis in self.servers.items():
             kept = [g for g in chassis.gpus if g in gpus]
-            if kept:
+            if kept and usable(chassis):
                 servers[key] = chassis.model_copy(update={"gpus": kept})
         prices = {self.gpu(n).id: float(v) for n, v in (prices_usd or {}).items()}
         rents = {self.gpu(n).id: float(v) for n, v in (rent_usd or {}).items()}

@@ -29,5 +29,7 @@ def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
     check_references(loaded, base)
     p = loaded.problem
     vendors: list[str] | None = None if p.policy.vendors is None else list(p.policy.vendors)
-    catalog = base.restricted(p.catalog.exclude, vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour)
+    catalog = base.restricted(
+        p.catalog.exclude, vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour, allow=p.policy.allow
+    )
     return Context(p, catalog, build_options(p, catalog), loaded)

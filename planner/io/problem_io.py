@@ -20,6 +20,7 @@ from planner.errors import InputError, Where
 from planner.io.files import EXCERPT_CHARS, excerpt, resolve_reference
 from planner.io.requests_csv import bucket_requests, read_requests_csv
 from planner.io.yaml_io import Path_, dotted_path, is_sexagesimal, line_of, load_yaml, loads_yaml
+from planner.schema.catalog import DEPLOYMENT_CLASSES
 from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
 
 
@@ -358,9 +359,8 @@ def _locate_problem_error(message: str, data: dict[str, Any], lines: dict[Path_,
 def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
     """Every GPU and model the problem names must exist in the catalog."""
     p = loaded.problem
-    for section in ("exclude",):
-        for index, gpu in enumerate(p.catalog.exclude):
-            _need_gpu(loaded, catalog, gpu, ("catalog", section, index))
+    for index, name in enumerate(p.catalog.exclude):
+        _need_excludable(loaded, catalog, name, ("catalog", "exclude", index))
     for table in ("prices_usd", "stock", "price_decline_per_year", "rent_usd_per_gpu_hour"):
         for gpu in getattr(p.catalog, table):
             if table == "price_decline_per_year" and gpu == "default":
@@ -385,6 +385,19 @@ def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
                 hint=suggest(item.model, list(catalog.models))
                 or "use a name from `planner catalog models` or {params_b: ...}",
             )
+
+
+def _need_excludable(loaded: LoadedProblem, catalog: Catalog, name: str, loc: tuple[str | int, ...]) -> None:
+    """``catalog.exclude`` names a GPU id, a chassis id or a deployment class."""
+    known = [*catalog.gpus, *catalog.servers, *DEPLOYMENT_CLASSES]
+    if name.lower() not in {k.lower() for k in known}:
+        raise InputError(
+            f"unknown GPU, chassis or class {name!r}",
+            file=loaded.file,
+            key=dotted_path(loc),
+            line=loaded.line(*loc),
+            hint=suggest(name, known) or "see `planner catalog gpus` and `planner catalog servers`",
+        )
 
 
 def _need_gpu(loaded: LoadedProblem, catalog: Catalog, gpu: str, loc: tuple[str | int, ...]) -> None:

@@ -37,6 +37,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     _money(plan, console)
     _rent_vs_buy(plan, console)
     _limits(plan, console)
+    _advice(plan, console)
     if plan.explanations is not None:
         print_explanations(plan, console)
     if plan.verification:
@@ -198,6 +199,16 @@ def _limits(plan: Plan, console: Console) -> None:
     console.print(t)
     if any(c.binding is None for c in plan.constraints):
         console.print("tight: less than one purchase unit of slack; what loosening a limit saves: --explain.")
+
+
+def _advice(plan: Plan, console: Console) -> None:
+    """What a buyer should know about the parts (uncalibrated, end-of-life, long lead time)."""
+    if not plan.advice:
+        return
+    console.print("[bold]Notes on the parts[/bold]")
+    for row in plan.advice:
+        money = "" if row.usd is None else f" ({_usd(row.usd)})"
+        console.print(f"  - {markup(row.message)}{money}", emoji=False)
 
 
 def _status(binding: bool | None, tight: bool) -> str:

@@ -113,6 +113,14 @@ class ConstraintRow(Out):
     marginal_usd: float | None = None
 
 
+class AdviceRow(Out):
+    """Something a buyer should know about the plan (a part's caveat, money at stake)."""
+
+    kind: str  # e.g. "part"
+    message: str
+    usd: float | None = None  # the money at stake, where there is one
+
+
 class PurchaseRow(Out):
     category: str
     item: str
@@ -206,6 +214,7 @@ class Plan(Out):
     cash_flows: list[CashFlowRow] = Field(default_factory=list)
     assumptions: dict[str, Any] = Field(default_factory=dict)
     rent_vs_buy: dict[str, dict[str, float]] = Field(default_factory=dict)
+    advice: list[AdviceRow] = Field(default_factory=list)
     diagnosis: Diagnosis | None = None
     explanations: Explanations | None = None
     verification: list[str] = Field(default_factory=list)

@@ -72,7 +72,11 @@ class Site(Strict):
 
 
 class CatalogOptions(Strict):
-    exclude: list[str] = Field(default_factory=list, description="GPU ids that may not be bought")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="what may not be bought: GPU ids, chassis ids, or classes "
+        "(datacenter, workstation, consumer, edge)",
+    )
     prices_usd: dict[str, float] = Field(
         default_factory=dict, description="per-GPU price overrides (a quote you have), USD per GPU"
     )
@@ -105,8 +109,13 @@ class CatalogOptions(Strict):
 
 class Policy(Strict):
     max_gpu_types: int | None = Field(default=None, ge=1, le=100, description="at most this many GPU types")
-    vendors: list[Literal["nvidia", "amd", "intel", "huawei"]] | None = Field(
+    vendors: list[Literal["nvidia", "amd", "intel", "huawei", "cambricon", "biren", "hygon", "apple"]] | None = Field(
         default=None, description="only GPUs from these vendors"
+    )
+    allow: list[Literal["end-of-life", "announced", "workstation", "consumer", "edge"]] = Field(
+        default_factory=list,
+        description="parts beyond current data-centre ones that may be planned with: end-of-life or "
+        "announced parts, workstation, consumer (GeForce) or edge devices",
     )
     purchases: Literal["auto", "upfront", "yearly"] = Field(
         default="auto",
