@@ -14,13 +14,42 @@ from planner.errors import InputError
 
 @user_errors
 def catalog(
-    table: Annotated[str, typer.Argument(help="gpus | servers | fabrics | models")] = "gpus",
+    table: Annotated[str, typer.Argument(help="gpus | servers | fabrics | models | import-model")] = "gpus",
+    config: Annotated[Path | None, typer.Argument(help="import-model: a Hugging Face config.json")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    model_id: Annotated[str | None, typer.Option("--id", help="import-model: the entry's id")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="import-model: YAML file to write")] = None,
 ) -> None:
-    """What the planner knows, with sources."""
+    """What the planner knows, with sources; `catalog import-model CONFIG.json` turns a model's
+    config.json into a catalog entry (models.yaml format)."""
+    if table.lower() == "import-model":
+        _import_model(config, model_id, output)
+        return
     from planner.report.catalog_view import show_catalog
 
     show_catalog(table, as_json, out)
+
+
+def _import_model(config: Path | None, model_id: str | None, output: Path | None) -> None:
+    from planner.io.files import loads_json, read_input_text
+    from planner.io.hf_config import model_entry_yaml, model_from_config
+    from planner.report.files import check_writable, write_all
+
+    if config is None:
+        raise InputError("name the model's config.json: planner catalog import-model CONFIG.json", key="CONFIG")
+    check_writable([output], streams=[])
+    text = read_input_text(config, "a model's config.json", 1_000_000)
+    name = model_id or (config.parent.name if config.name == "config.json" and config.parent.name else config.stem)
+    model, params_b = model_from_config(loads_json(text, str(config)), model_id=name)
+    entry = (
+        f"# {model.id}: {params_b:,.2f}B parameters derived from {config.name} "
+        f"({model.active_params_b:,.2f}B active per token)\n" + model_entry_yaml(model)
+    )
+    if output is None:
+        typer.echo(entry, nl=False)
+    else:
+        write_all({output: entry})
+        err.print(f"wrote {escape(str(output))}: {escape(model.id)}, {params_b:,.2f}B parameters", emoji=False)
 
 
 @user_errors

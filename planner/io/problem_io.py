@@ -17,11 +17,11 @@ from pydantic import BaseModel, ValidationError
 
 from planner.catalog import Catalog, suggest
 from planner.errors import InputError, Where
-from planner.io.files import EXCERPT_CHARS, excerpt, resolve_reference
+from planner.io.files import EXCERPT_CHARS, excerpt, loads_json, read_input_text, resolve_reference
 from planner.io.requests_csv import bucket_requests, read_requests_csv
 from planner.io.yaml_io import Path_, dotted_path, is_sexagesimal, line_of, load_yaml, loads_yaml
 from planner.schema.catalog import DEPLOYMENT_CLASSES
-from planner.schema.problem import NAME_PATTERN, InferenceService, InlineModel, Problem, TrainingJob
+from planner.schema.problem import NAME_PATTERN, ConfigModel, InferenceService, InlineModel, Problem, TrainingJob
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,33 @@ def parse_problem(data: Any, lines: dict[Path_, int], name: str, folder: Path | 
         problem = Problem.model_validate(_with_mix_csv(data, lines, name, folder))
     except ValidationError as exc:
         raise _to_input_error(exc, data, lines, name) from None
+    _read_model_configs(problem, data, lines, name, folder)
     return LoadedProblem(problem, name, lines, data, folder)
+
+
+MAX_CONFIG_BYTES = 1_000_000  # a config.json is a few kB; a tokenizer or weights file is not one
+
+
+def _read_model_configs(
+    problem: Problem, data: dict[str, Any], lines: dict[Path_, int], name: str, folder: Path
+) -> None:
+    """`model: {config: path}`: the config.json beside the problem, read once into a catalog entry."""
+    from planner.io.hf_config import model_from_config
+
+    items: list[tuple[str, int, TrainingJob | InferenceService]] = [
+        *(("training", i, j) for i, j in enumerate(problem.training)),
+        *(("inference", i, s) for i, s in enumerate(problem.inference)),
+    ]
+    for section, index, item in items:
+        if not isinstance(item.model, ConfigModel):
+            continue
+        loc = (section, index, "model", "config")
+        where: Where = {"file": name, "key": dotted(loc, data), "line": line_of(lines, loc)}
+        path = resolve_reference(item.model.config, folder, **where)
+        text = read_input_text(path, "a model's config.json", MAX_CONFIG_BYTES, key=where.get("key"))
+        model_id = Path(item.model.config).parent.name or path.stem  # HF layout: <model>/config.json
+        entry, _ = model_from_config(loads_json(text, str(path)), model_id=model_id)
+        item.model._entry = entry
 
 
 def _with_mix_csv(data: dict[str, Any], lines: dict[Path_, int], name: str, folder: Path) -> dict[str, Any]:
@@ -154,7 +180,7 @@ _EXPECTED = {
     "bool_type": "expected true or false",
     "finite_number": "expected a finite number",
 }
-_UNION_BRANCHES = {"str", "InlineModel"}
+_UNION_BRANCHES = {"str", "InlineModel", "ConfigModel"}
 _VALIDATED_BRANCH = re.compile(r"^function-\w+\[.*, (\w+)\]$")  # a branch with a validator: its tag in a loc
 _SHOULD = re.compile(r"^\w+ should( be)?")
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
@@ -374,7 +400,7 @@ def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
         for row, entry in enumerate(svc.measured):
             _need_gpu(loaded, catalog, entry.gpu, ("inference", index, "measured", row, "gpu"))
     for kind, index, item in workloads:
-        if item.model is None or isinstance(item.model, InlineModel):
+        if item.model is None or isinstance(item.model, InlineModel | ConfigModel):
             continue
         if catalog.find_model_id(item.model) is None:
             raise InputError(

@@ -13,7 +13,7 @@ from planner.optimize.solve import Solved
 from planner.options.types import InferenceOption
 from planner.pricing import decline_per_year, server_price_usd
 from planner.schema.plan import BucketRoute, InferenceRow, ReplicaRow, RouteShare, ServerRow, TrainingRow
-from planner.schema.problem import InferenceService, Problem
+from planner.schema.problem import ConfigModel, InferenceService, Problem
 
 
 @dataclass
@@ -272,7 +272,13 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
         if svc.model is None:
             model = "generic"
         else:
-            model = svc.model if isinstance(svc.model, str) else f"dense-{svc.model.params_b:g}b"
+            model = (
+                svc.model
+                if isinstance(svc.model, str)
+                else svc.model.entry.id
+                if isinstance(svc.model, ConfigModel)
+                else f"dense-{svc.model.params_b:g}b"
+            )
         for y in range(b.periods):
             year = None if b.periods == 1 else y + 1
             required = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from planner.catalog import Catalog
 from planner.schema.catalog import LlmModel
-from planner.schema.problem import InlineModel
+from planner.schema.problem import ConfigModel, InlineModel
 
 # Dense transformer: params ~ 12 * layers * hidden^2, and hidden/layers ~ 128 across the
 # Llama family (4096/32, 5120/40, 8192/80 ~ 102). Inline models get that shape unless given.
@@ -160,9 +160,11 @@ class ModelShape:
         return 1 - (1 - k / e) ** tokens
 
 
-def shape_of(model: str | InlineModel, catalog: Catalog) -> ModelShape:
+def shape_of(model: str | InlineModel | ConfigModel, catalog: Catalog) -> ModelShape:
     if isinstance(model, str):
         return shape_of_model(catalog.model(model))
+    if isinstance(model, ConfigModel):
+        return shape_of_model(model.entry)
     return inline_shape(model)
 
 

@@ -6,9 +6,9 @@ a default. Unknown keys are errors: a typo must never pass silently.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from planner.schema.catalog import Precision
 
@@ -125,6 +125,19 @@ class Policy(Strict):
     )
 
 
+class ConfigModel(Strict):
+    """A model given by its Hugging Face config.json (read when the problem is loaded)."""
+
+    config: str = Field(min_length=1, description="path of a config.json, relative to the problem file")
+    _entry: Any = PrivateAttr(default=None)  # the catalog entry derived from it (planner.io.hf_config)
+
+    @property
+    def entry(self) -> Any:
+        if self._entry is None:
+            raise ValueError(f"model config {self.config!r} has not been read")
+        return self._entry
+
+
 class InlineModel(Strict):
     """A dense model given by size; the shape is derived unless given (see perf.shapes)."""
 
@@ -148,7 +161,9 @@ class InlineModel(Strict):
 
 class TrainingJob(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
-    model: str | InlineModel = Field(description="a name from catalogs/models.yaml, or {params_b: ...}")
+    model: str | InlineModel | ConfigModel = Field(
+        description="a name from catalogs/models.yaml, {params_b: ...}, or {config: path/to/config.json}"
+    )
     tokens: float = Field(gt=0, le=1e16, description="tokens to train on")
     deadline_days: float = Field(gt=0, le=36_500, description="must finish by this day of the horizon")
     release_day: float = Field(default=0.0, ge=0, le=36_500, description="may not start before this day")
@@ -251,7 +266,7 @@ def _default_precisions() -> list[Precision]:
 
 class InferenceService(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
-    model: str | InlineModel | None = Field(
+    model: str | InlineModel | ConfigModel | None = Field(
         default=None,
         description="an LLM from catalogs/models.yaml or {params_b: ...}; omit for a generic "
         "service (OCR, speech, vision) planned from `measured` alone",
