@@ -83,3 +83,37 @@ def test_a_models_config_outside_the_problems_folder_is_refused(tmp_path: Path) 
     run = runner.invoke(app, ["solve", str(problem)])
     assert run.exit_code == 2
     assert "inference.chat.model.config" in run.output and "Traceback" not in run.output
+
+
+NEW_MODELS = [
+    "deepseek-v3",
+    "deepseek-r1",
+    "qwen3-8b",
+    "qwen3-14b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "llama-4-scout",
+    "llama-4-maverick",
+    "kimi-k2",
+]
+
+
+@pytest.mark.parametrize("model", NEW_MODELS)
+def test_a_service_of_each_2026_model_is_planned(model: str) -> None:
+    from planner.io.problem_io import loads_problem
+
+    text = f"""
+    name: {model}-service
+    inference:
+      - name: chat
+        model: {model}
+        requests_per_s: 2
+        ttft_ms: 3000
+        tpot_ms: 100
+    """
+    plan = plan_problem(loads_problem(textwrap.dedent(text), "m.yaml"))
+    assert plan.status == "optimal" and plan.verification == []
+    assert plan.inference[0].model == model and plan.inference[0].capacity_rps >= 2
