@@ -21,6 +21,8 @@ site:
   racks: 4
 catalog:
   exclude: [{exclude}]
+policy:
+  allow: [workstation, edge]      # the GPUs kept include a workstation card and an edge module
 training:
   - name: tune
     model: llama-3.1-8b

@@ -87,7 +87,7 @@ def test_latency_rows_state_the_p99_that_the_target_binds(catalog: Catalog) -> N
 
 def _generated(seed: int, catalog: Catalog) -> str:
     rng = random.Random(seed)
-    keep = rng.sample(["H100-SXM", "H200-SXM", "L40S", "L4", "A100-SXM-80GB", "MI300X", "B200"], 3)
+    keep = rng.sample(["H100-SXM", "H200-SXM", "L40S", "L4", "H100-NVL", "MI300X", "B200"], 3)
     services = []
     for i in range(rng.randint(1, 3)):
         model = rng.choice(["llama-3.1-8b", "mistral-7b", "qwen2.5-7b"])

@@ -55,6 +55,8 @@ site:
   {racks}
 catalog:
   exclude: [{", ".join(exclude)}]
+policy:
+  allow: [end-of-life, consumer, workstation]  # the random GPU sets include such cards on purpose
 inference:
   - name: svc
     model: {model}

@@ -176,6 +176,8 @@ def to_problem(
         "horizon_years": 1,
         "finance": {"buy": False, "rent": "on_demand", "discount_rate": 0.0},
         "catalog": catalog,
+        # the GPUs a Mélange config names are the user's choice: end-of-life or not, any class
+        "policy": {"allow": ["end-of-life", "announced", "workstation", "consumer", "edge"]},
         "inference": [
             {
                 "name": "melange",

@@ -418,7 +418,7 @@ def _need_excludable(loaded: LoadedProblem, catalog: Catalog, name: str, loc: tu
     known = [*catalog.gpus, *catalog.servers, *DEPLOYMENT_CLASSES]
     if name.lower() not in {k.lower() for k in known}:
         raise InputError(
-            f"unknown GPU, chassis or class {name!r}",
+            f"unknown GPU {name!r} (nor a chassis id or a class)",
             file=loaded.file,
             key=dotted_path(loc),
             line=loaded.line(*loc),
