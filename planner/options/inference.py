@@ -1,19 +1,35 @@
-"""Inference options: every replica kind (GPU, chassis, precision, tensor parallelism)
+"""Inference options: every replica kind (GPU, chassis, precision, parallelism: tensor
+parallelism, and for MoE models wide expert parallelism with attention data parallelism)
 that meets a service's targets."""
 
 from __future__ import annotations
+
+from collections.abc import Container
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.types import InferenceOption, PoolLimit, Rejection, WorkloadOptions
 from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference, max_tp_candidates
-from planner.perf.links import link_for
+from planner.perf.links import link_for, nvlink_domain, packing_sizes
 from planner.perf.shapes import ModelShape, shape_of
 from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.problem import InferenceService, MeasuredThroughput
 
+Layout = tuple[int, int]  # (GPUs per replica, attention data-parallel groups)
 
-def inference_options(svc: InferenceService, catalog: Catalog, limit: PoolLimit) -> WorkloadOptions:
+# Whether plans are offered wide expert parallelism with attention DP. Off until a plan's
+# replica rows carry their attention_dp and the verifier recomputes a replica with it
+# (schema/plan.py ReplicaRow, optimize/readback.py, verify/workloads.py): until then a plan
+# holding such a kind would be described, and verified, as plain tensor parallelism.
+# ``inference_options(..., wide_ep=True)`` lists them meanwhile.
+WIDE_EP_IN_PLANS = False
+
+
+def inference_options(
+    svc: InferenceService, catalog: Catalog, limit: PoolLimit, wide_ep: bool = WIDE_EP_IN_PLANS
+) -> WorkloadOptions:
+    """Every replica kind of the service on every pool that could hold it; ``wide_ep`` adds,
+    for MoE models, wide expert parallelism with attention DP (see ``replica_layouts``)."""
     shape = shape_of(svc.model, catalog) if svc.model is not None else None
     wo = WorkloadOptions(svc.name, "inference", shape)
     # the user's benchmarks, by (GPU, precision, GPUs per replica); excluded GPUs drop out
@@ -30,36 +46,79 @@ def inference_options(svc: InferenceService, catalog: Catalog, limit: PoolLimit)
             if cap == 0:
                 wo.rejected.append(Rejection(gpu_id, chassis.id, why))
                 continue
-            found: list[InferenceOption] = []
-            tps = max_tp_candidates(chassis.gpus_per_server)
-            for precision in svc.precisions if shape is not None and svc.mix is None else []:
-                assert shape is not None  # the loop runs only with a shape
-                for tp in tps:
-                    if (gpu_id, precision, tp) in measured:
-                        continue  # measured numbers win (below)
-                    est = _at_targets(
-                        svc, shape, catalog, chassis, gpu, tp, precision, svc.input_tokens, svc.output_tokens
-                    )
-                    if est.fits:
-                        found.append(InferenceOption(svc.name, key, precision, tp, est))
-                    else:
-                        wo.rejected.append(Rejection(gpu_id, chassis.id, f"{precision} TP{tp}: {est.reason}"))
+            sizes = packing_sizes(chassis.gpus_per_server, chassis.gpus_per_tray)
             if svc.mix is not None:
-                found += _mix_options(svc, catalog, chassis, gpu, key, tps, wo)
+                found = _mix_options(svc, catalog, chassis, gpu, key, sizes, wo, wide_ep)
                 wo.inference.extend(_undominated(found))
                 continue
-            for (gid, precision, tp), entry in measured.items():
+            found = _modelled_options(svc, catalog, chassis, gpu, key, measured, wo, wide_ep)
+            for (gid, precision, n), entry in measured.items():
                 if gid != gpu_id:
                     continue
-                reason = _measured_problem(svc, entry, tp, tps)
+                reason = _measured_problem(svc, entry, n, sizes)
                 if reason:
-                    wo.rejected.append(Rejection(gpu_id, chassis.id, f"measured {precision} x{tp}: {reason}"))
+                    wo.rejected.append(Rejection(gpu_id, chassis.id, f"measured {precision} x{n}: {reason}"))
                 else:
-                    found.append(InferenceOption(svc.name, key, precision, tp, _measured_estimate(svc, entry), True))
+                    found.append(InferenceOption(svc.name, key, precision, n, _measured_estimate(svc, entry), True))
             wo.inference.extend(_undominated(found))
     if svc.generic and not wo.inference and not wo.rejected:
         wo.rejected.append(Rejection("-", "-", "no measured GPU is in the catalog after exclusions"))
     return wo
+
+
+def replica_layouts(chassis: ServerChassis, gpu: Gpu, shape: ModelShape | None, wide_ep: bool = True) -> list[Layout]:
+    """The replica kinds to estimate on one chassis, as (GPUs, attention DP groups).
+
+    Tensor parallelism over the powers of two that divide the server (1, 2, 4, 8). For an MoE
+    model also wide expert parallelism: each replica size of ``packing_sizes`` inside the
+    NVLink domain (2, 4, 8 on an 8-GPU HGX; 2, 4, 8, 24, 72 on NVL72, whole 4-GPU trays from
+    4 up) with at least one routed expert per GPU, its routed experts spread over all its GPUs
+    and its attention run by ``gpus / tp`` data-parallel groups of ``tp`` GPUs, for each TP
+    degree below the size. Only sizes from ``packing_sizes``: replicas of a pool then pack into
+    whole servers without one leaving its NVLink domain (an inference pool has no scale-out
+    fabric), which 16-, 32- or 64-GPU replicas on a 72-GPU rack would not (nine 64-GPU replicas
+    fit eight racks' GPUs, but not their NVLink domains). Sizes beyond the model's expert count
+    would split experts, which this model of expert parallelism does not cover.
+    """
+    tps = max_tp_candidates(chassis.gpus_per_server)
+    plain = [(t, 1) for t in tps]
+    if not wide_ep or shape is None or shape.experts <= 1 or gpu.nvlink_gb_per_s <= 0:
+        return plain
+    widest = min(nvlink_domain(chassis, gpu), shape.experts)
+    sizes = packing_sizes(chassis.gpus_per_server, chassis.gpus_per_tray)
+    wide = [(n, n // t) for n in sizes if 1 < n <= widest for t in tps if t < n and n % t == 0]
+    return sorted(plain + wide)
+
+
+def _modelled_options(
+    svc: InferenceService,
+    catalog: Catalog,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    key: PoolKey,
+    measured: Container[tuple[str, str, int]],
+    wo: WorkloadOptions,
+    wide_ep: bool,
+) -> list[InferenceOption]:
+    """The performance model's replica kinds that meet the targets, per precision smallest
+    first and, of one size, the fastest layout first (a rented twin takes the first)."""
+    if wo.shape is None:
+        return []
+    found: list[InferenceOption] = []
+    for precision in svc.precisions:
+        kinds: list[InferenceOption] = []
+        for n, dp in replica_layouts(chassis, gpu, wo.shape, wide_ep):
+            if (gpu.id, precision, n) in measured:
+                continue  # measured numbers win (see inference_options)
+            est = _at_targets(
+                svc, wo.shape, catalog, chassis, gpu, n, precision, svc.input_tokens, svc.output_tokens, dp
+            )
+            if est.fits:
+                kinds.append(InferenceOption(svc.name, key, precision, n, est, attention_dp=dp))
+            elif dp == 1:  # a plain-TP reason says why a GPU cannot serve; wide-EP kinds only add layouts
+                wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} TP{n}: {est.reason}"))
+        found += sorted(kinds, key=lambda o: (o.gpus_per_replica, -o.rps_per_replica))
+    return found
 
 
 def _at_targets(
@@ -72,8 +131,10 @@ def _at_targets(
     precision: str,
     input_tokens: int,
     output_tokens: int,
+    attention_dp: int = 1,
 ) -> InferenceEstimate:
-    """One replica kind on requests of one size, at the largest batch meeting the service's targets."""
+    """One replica kind of ``tp`` GPUs (in ``attention_dp`` attention groups) on requests of
+    one size, at the largest batch meeting the service's targets."""
     q = InferenceQuery(
         model=shape,
         gpu=gpu,
@@ -84,6 +145,7 @@ def _at_targets(
         link=link_for(chassis, gpu, tp),
         tpot_ms=svc.tpot_ms,
         ttft_ms=svc.ttft_ms,
+        attention_dp=attention_dp,
     )
     eff = catalog.efficiency
     return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
@@ -95,54 +157,76 @@ def _mix_options(
     chassis: ServerChassis,
     gpu: Gpu,
     key: PoolKey,
-    tps: list[int],
+    sizes: list[int],
     wo: WorkloadOptions,
+    wide_ep: bool,
 ) -> list[InferenceOption]:
     """Replica kinds for a request-size mix: each bucket estimated at its own sizes (or taken
     from the user's per-bucket measurement); a kind is kept if it serves any bucket."""
     assert svc.mix is not None
-    buckets = svc.mix.sized
-    labels = [b.label.lower() for b in buckets]
+    labels = [b.label.lower() for b in svc.mix.sized]
     measured: dict[tuple[str, int], dict[int, MeasuredThroughput]] = {}
     for m in svc.measured:
         if catalog.find_gpu_id(m.gpu) == gpu.id and m.bucket is not None:
             measured.setdefault((m.precision, m.gpus_per_replica), {})[labels.index(m.bucket.lower())] = m
-    kinds = sorted(set(measured) | ({(p, tp) for p in svc.precisions for tp in tps} if wo.shape else set()))
+    modelled = {(p, n, dp) for p in svc.precisions for n, dp in replica_layouts(chassis, gpu, wo.shape, wide_ep)}
+    kinds = sorted({(p, n, 1) for p, n in measured} | (modelled if wo.shape else set()))
     found = []
-    for precision, tp in kinds:
-        if tp not in tps:
-            wo.rejected.append(Rejection(gpu.id, chassis.id, f"measured x{tp}: does not pack into this server"))
+    for precision, n, dp in kinds:
+        if n not in sizes:
+            wo.rejected.append(Rejection(gpu.id, chassis.id, f"measured x{n}: does not pack into this server"))
             continue
-        per: list[InferenceEstimate | None] = []
-        reasons = []
-        for k, bucket in enumerate(buckets):
-            entry = measured.get((precision, tp), {}).get(k)
-            if entry is not None:
-                bad = _measured_problem(svc, entry, tp, tps)
-                per.append(None if bad else _measured_estimate(svc, entry, bucket.output_tokens))
-                reasons += [f"{bucket.label}: {bad}"] if bad else []
-                continue
-            if wo.shape is None or precision not in svc.precisions:
-                per.append(None)
-                continue
-            est = _at_targets(
-                svc, wo.shape, catalog, chassis, gpu, tp, precision, bucket.input_tokens, bucket.output_tokens
-            )
-            per.append(est if est.fits else None)
-            reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
+        mine = measured.get((precision, n), {})
+        per, reasons = _mix_buckets(svc, catalog, chassis, gpu, (precision, n, dp), mine, sizes, wo.shape)
         served = [e for e in per if e is not None]
         if not served:
-            wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} x{tp}: no bucket fits ({reasons[0]})"))
+            if dp == 1:  # as for a single size: a plain-TP reason says why the GPU cannot serve
+                wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} x{n}: no bucket fits ({reasons[0]})"))
             continue
         representative = max(served, key=lambda e: e.tpot_p99_ms)  # the slowest bucket it serves
-        is_measured = (precision, tp) in measured
-        found.append(InferenceOption(svc.name, key, precision, tp, representative, is_measured, None, tuple(per)))
+        is_measured = dp == 1 and (precision, n) in measured
+        found.append(
+            InferenceOption(svc.name, key, precision, n, representative, is_measured, None, tuple(per), attention_dp=dp)
+        )
     return found
 
 
-def _measured_problem(svc: InferenceService, entry: MeasuredThroughput, tp: int, tps: list[int]) -> str:
-    if tp not in tps:
-        return f"{tp} GPUs per replica do not pack into this server (one of {tps})"
+def _mix_buckets(
+    svc: InferenceService,
+    catalog: Catalog,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    kind: tuple[str, int, int],
+    measured: dict[int, MeasuredThroughput],
+    sizes: list[int],
+    shape: ModelShape | None,
+) -> tuple[list[InferenceEstimate | None], list[str]]:
+    """One replica kind's figures per bucket of the mix (None where it cannot serve it), and why not."""
+    assert svc.mix is not None
+    precision, n, dp = kind
+    per: list[InferenceEstimate | None] = []
+    reasons = []
+    for k, bucket in enumerate(svc.mix.sized):
+        entry = measured.get(k) if dp == 1 else None
+        if entry is not None:
+            bad = _measured_problem(svc, entry, n, sizes)
+            per.append(None if bad else _measured_estimate(svc, entry, bucket.output_tokens))
+            reasons += [f"{bucket.label}: {bad}"] if bad else []
+            continue
+        if shape is None or precision not in svc.precisions:
+            per.append(None)
+            continue
+        est = _at_targets(
+            svc, shape, catalog, chassis, gpu, n, precision, bucket.input_tokens, bucket.output_tokens, dp
+        )
+        per.append(est if est.fits else None)
+        reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
+    return per, reasons
+
+
+def _measured_problem(svc: InferenceService, entry: MeasuredThroughput, n: int, sizes: list[int]) -> str:
+    if n not in sizes:
+        return f"{n} GPUs per replica do not pack into this server (one of {sizes})"
     if svc.generic:
         return ""
     if entry.precision not in svc.precisions:

@@ -10,9 +10,9 @@ from typing import TypeAlias
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.types import PoolLimit, Rejection, TrainingOption, WorkloadOptions
-from planner.perf.links import link_for
+from planner.perf.links import link_for, packing_sizes
 from planner.perf.shapes import ModelShape, shape_of
-from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training, gpu_counts
+from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training
 from planner.schema.catalog import Fabric, Gpu, ServerChassis
 from planner.schema.problem import Problem, TrainingJob
 
@@ -55,13 +55,7 @@ def training_options(
                 if cap == 0:
                     wo.rejected.append(Rejection(gpu_id, chassis.id, why))
                     continue
-                sizes: Sequence[int]
-                if fabric.kind == "none":
-                    sizes = gpu_counts(chassis.gpus_per_server, 1)
-                else:  # whole servers, 2..cap of them (a lazy range: caps can be large)
-                    sizes = range(
-                        2 * chassis.gpus_per_server, (cap + 1) * chassis.gpus_per_server, chassis.gpus_per_server
-                    )
+                sizes = job_sizes(chassis, fabric, cap)
 
                 def estimate(
                     n: int, chassis: ServerChassis = chassis, gpu: Gpu = gpu, fabric: Fabric = fabric
@@ -85,6 +79,30 @@ def training_options(
     return wo
 
 
+def job_sizes(chassis: ServerChassis, fabric: Fabric, cap: int) -> Sequence[int]:
+    """The sizes a job may take in a pool of at most ``cap`` servers.
+
+    Without a scale-out fabric: inside one server, sizes that each divide the next
+    (``packing_sizes``: 1, 2, 4, 8 on an 8-GPU HGX; 1, 2, 4, 8, 24, 72 on an NVL72 rack, whole
+    4-GPU trays from 4 up), so the jobs and replicas sharing the pool pack into whole servers
+    and none leaves its NVLink domain.
+
+    With a fabric: beyond one server, in whole servers (2..cap), or on rack-scale systems in
+    whole compute trays (76, 80, ... GPUs on NVL72). Such a pool holds only these jobs, and the
+    optimiser counts GPUs, not racks, per pool (``optimize.model._gpu_use``): that packs, since
+    every size is whole trays and a rack is 18 of them (72 is a multiple of 4), so jobs whose
+    GPUs add up to at most 72 x racks need at most 18 x racks trays, spanning racks over the
+    fabric. A 256-GPU job on GB200 NVL72 holds 64 trays: three racks and 10 of the 18 trays of
+    a fourth; the fourth rack's other 8 trays (32 GPUs) stay free for the pool's other jobs
+    (at the same time), and on its own the job still buys four whole racks.
+    """
+    per = chassis.gpus_per_server
+    if fabric.kind == "none":
+        return packing_sizes(per, chassis.gpus_per_tray)
+    step = chassis.gpus_per_tray or per
+    return range(per + step, cap * per + 1, step)  # lazy: caps can be large
+
+
 def estimate_job(
     job: TrainingJob, shape: ModelShape, catalog: Catalog, chassis: ServerChassis, gpu: Gpu, fabric: Fabric, n: int
 ) -> TrainingEstimate:
@@ -98,6 +116,7 @@ def estimate_job(
         method=job.method,
         fabric=fabric,
         gpus_per_server=chassis.gpus_per_server,
+        gpus_per_tray=chassis.gpus_per_tray,
         gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
         seq_len=job.seq_len,
         mfu=job.mfu,

@@ -27,10 +27,25 @@ class InferenceOption:
     rent_usd_per_gpu_hour: float | None = None  # set: rented from a cloud for the whole horizon
     # a service with a request-size mix: this kind's figures per bucket (None: cannot meet its targets)
     buckets: tuple[InferenceEstimate | None, ...] = ()
+    # attention data-parallel groups (MoE wide expert parallelism: the routed experts spread
+    # over all the replica's GPUs, attention tensor-parallel inside each group); 1: plain TP
+    attention_dp: int = 1
 
     @property
     def gpu(self) -> str:
         return self.pool.gpu
+
+    @property
+    def tensor_parallel(self) -> int:
+        """GPUs sharing one sequence's attention (the whole replica without attention DP)."""
+        return self.gpus_per_replica // self.attention_dp
+
+    @property
+    def layout(self) -> str:
+        """``TP8``, or ``EP72 DP18xTP4`` for wide expert parallelism with attention DP."""
+        if self.attention_dp == 1:
+            return f"TP{self.gpus_per_replica}"
+        return f"EP{self.gpus_per_replica} DP{self.attention_dp}xTP{self.tensor_parallel}"
 
     @property
     def rps_per_replica(self) -> float:

@@ -69,7 +69,10 @@ def run_inference_estimate(
     tpot_ms: float | None,
     ttft_ms: float | None,
     server: str | None,
+    attention_dp: int = 1,
 ) -> dict[str, Any]:
+    """One replica of ``gpus`` GPUs; ``attention_dp`` > 1 splits them into that many attention
+    groups (tensor-parallel inside each) with the routed experts spread over all of them."""
     catalog = load_catalog()
     shape = _shape(catalog, model, params_b)
     g = _gpu(catalog, gpu)
@@ -77,6 +80,11 @@ def run_inference_estimate(
     if gpus > chassis.gpus_per_server:
         raise InputError(
             f"a replica is at most one server: {chassis.id} holds {chassis.gpus_per_server} x {g.id}", key="--gpus"
+        )
+    if attention_dp < 1 or gpus % attention_dp:
+        raise InputError(
+            f"--attention-dp {attention_dp} must divide the replica's {gpus} GPUs into equal attention groups",
+            key="--attention-dp",
         )
     q = InferenceQuery(
         model=shape,
@@ -89,6 +97,7 @@ def run_inference_estimate(
         concurrency=concurrency,
         tpot_ms=tpot_ms,
         ttft_ms=ttft_ms,
+        attention_dp=attention_dp,
     )
     eff = catalog.efficiency
     est = estimate_inference(q, eff.generations[g.generation], eff.serving)
@@ -96,6 +105,7 @@ def run_inference_estimate(
         "model": shape.name,
         "gpu": g.id,
         "gpus": gpus,
+        "attention_dp": attention_dp,
         "server": chassis.id,
         "precision": q.precision,
         "input_tokens": input_tokens,
@@ -122,8 +132,7 @@ def run_training_estimate(
     g = _gpu(catalog, gpu)
     chassis = _server(catalog, g, gpus, server)
     per = chassis.gpus_per_server
-    if gpus > per and gpus % per:
-        raise InputError(f"a job beyond one server uses whole servers: a multiple of {per}", key="--gpus")
+    _check_job_size(chassis, gpus)
     if method not in ("full", "lora", "qlora"):
         raise InputError(f"unknown method {method!r}", key="--method", hint="one of full, lora, qlora")
     fab = catalog.fabric(fabric) if fabric else catalog.fabrics["ib-ndr" if gpus > per else "none"]
@@ -136,6 +145,7 @@ def run_training_estimate(
         method=method,
         fabric=fab,
         gpus_per_server=per,
+        gpus_per_tray=chassis.gpus_per_tray,
         gpu_link=link_for(chassis, g, min(gpus, per)).kind,
         seq_len=seq_len,
     )
@@ -145,7 +155,7 @@ def run_training_estimate(
         "model": shape.name,
         "gpu": g.id,
         "gpus": gpus,
-        "servers": math.ceil(gpus / per),
+        **_placement(chassis, gpus),
         "server": chassis.id,
         "fabric": fab.id,
         "precision": q.precision,
@@ -153,3 +163,31 @@ def run_training_estimate(
         "tokens": tokens,
         **est.to_dict(),
     }
+
+
+def _check_job_size(chassis: ServerChassis, gpus: int) -> None:
+    """Beyond one server a job takes whole servers; on rack-scale systems whole compute trays
+    (or a part of one tray that divides it), inside one rack and across racks."""
+    per, tray = chassis.gpus_per_server, chassis.gpus_per_tray
+    if tray is None:
+        if gpus > per and gpus % per:
+            raise InputError(f"a job beyond one server uses whole servers: a multiple of {per}", key="--gpus")
+    elif gpus % tray and tray % gpus:
+        raise InputError(
+            f"{chassis.id} places jobs on {tray}-GPU compute trays: a multiple of {tray}, or a part of one tray "
+            f"that divides it",
+            key="--gpus",
+        )
+
+
+def _placement(chassis: ServerChassis, gpus: int) -> dict[str, int]:
+    """Servers (racks, on rack-scale systems) a job occupies; on rack-scale systems also its
+    compute trays and the trays of those racks it leaves free for other work (the plan
+    counts GPUs per pool, so other jobs and replicas may use them; a job on its own still
+    buys every rack it touches)."""
+    servers = math.ceil(gpus / chassis.gpus_per_server)
+    tray = chassis.gpus_per_tray
+    if tray is None:
+        return {"servers": servers}
+    trays = math.ceil(gpus / tray)
+    return {"servers": servers, "trays": trays, "free_trays": servers * chassis.trays - trays}

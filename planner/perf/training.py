@@ -32,6 +32,7 @@ class TrainingQuery:
     method: str = "full"
     fabric: Fabric | None = None  # None or kind "none": one server
     gpus_per_server: int = 8
+    gpus_per_tray: int | None = None  # rack-scale systems: jobs take whole compute trays
     gpu_link: str = "nvlink"
     seq_len: int = 4096
     mfu: float | None = None  # the user's override
@@ -155,25 +156,28 @@ def estimate_training(
     )
 
 
-def gpu_counts(gpus_per_server: int, max_servers: int) -> list[int]:
-    """Job sizes: powers of two inside one server, then whole servers."""
-    inside = [n for n in (1, 2, 4, 8, 16, 32, 64) if n < gpus_per_server and gpus_per_server % n == 0]
-    return inside + [gpus_per_server * k for k in range(1, max_servers + 1)]
+def gpu_counts(gpus_per_server: int, max_servers: int, gpus_per_tray: int | None = None) -> list[int]:
+    """Job sizes up to ``max_servers`` servers: powers of two inside the placement unit, then
+    whole units (servers; on rack-scale systems compute trays, inside one system and across)."""
+    unit = gpus_per_tray or gpus_per_server
+    inside = [n for n in (1, 2, 4, 8, 16, 32, 64) if n < unit and unit % n == 0]
+    return inside + list(range(unit, max_servers * gpus_per_server + 1, unit))
 
 
 def minimum_gpus(q: TrainingQuery, t: TrainingAssumptions, usable_bytes: float) -> int:
     """The smallest job size whose memory per GPU fits (0 if none up to the size cap)."""
-    inside = gpu_counts(q.gpus_per_server, 0)
-    for n in inside:
+    for n in gpu_counts(q.gpus_per_server, 0, q.gpus_per_tray):
         if memory_per_gpu_bytes(q, t, n) <= usable_bytes:
             return n
-    # Whole servers: activations no longer shrink, so solve state / G + act <= usable for G.
-    act = memory_per_gpu_bytes(q, t, q.gpus_per_server) - _state_bytes(q) / q.gpus_per_server
+    # Whole units: activations shrink no further than at a full server, so no size below
+    # state / (usable - those activations) fits; step up from there.
+    per, unit = q.gpus_per_server, q.gpus_per_tray or q.gpus_per_server
+    act = memory_per_gpu_bytes(q, t, per) - _state_bytes(q) / per
     if act >= usable_bytes:
         return 0
-    servers = max(1, math.ceil(_state_bytes(q) / (usable_bytes - act) / q.gpus_per_server))
-    while servers <= t.max_servers:
-        if memory_per_gpu_bytes(q, t, servers * q.gpus_per_server) <= usable_bytes:
-            return servers * q.gpus_per_server
-        servers += 1  # rounding guard; one step at most in practice
+    n = max(1, math.ceil(_state_bytes(q) / (usable_bytes - act) / unit)) * unit
+    while n <= t.max_servers * per:
+        if memory_per_gpu_bytes(q, t, n) <= usable_bytes:
+            return n
+        n += unit  # activations above the floor (fewer GPUs than a server): a few steps at most
     return 0
