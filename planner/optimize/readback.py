@@ -304,6 +304,7 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         gpus_per_replica=o.gpus_per_replica,
                         precision=o.precision,
                         count=n,
+                        attention_dp=o.attention_dp,
                         rps_per_replica=rps,
                         ttft_ms=round(e.ttft_p99_ms, 3),  # targets bind the p99
                         tpot_ms=round(e.tpot_p99_ms, 3),

@@ -17,12 +17,9 @@ from planner.schema.problem import InferenceService, MeasuredThroughput
 
 Layout = tuple[int, int]  # (GPUs per replica, attention data-parallel groups)
 
-# Whether plans are offered wide expert parallelism with attention DP. Off until a plan's
-# replica rows carry their attention_dp and the verifier recomputes a replica with it
-# (schema/plan.py ReplicaRow, optimize/readback.py, verify/workloads.py): until then a plan
-# holding such a kind would be described, and verified, as plain tensor parallelism.
-# ``inference_options(..., wide_ep=True)`` lists them meanwhile.
-WIDE_EP_IN_PLANS = False
+# Plans are offered wide expert parallelism with attention DP for MoE models: replica rows
+# carry their attention_dp, and the verifier recomputes each replica with it.
+WIDE_EP_IN_PLANS = True
 
 
 def inference_options(

@@ -62,6 +62,7 @@ class ReplicaRow(Out):
     source: str = "model"  # model | measured (your benchmark from the problem file)
     rented: bool = False  # from a cloud, for the whole horizon
     rent_usd_per_gpu_hour: float | None = None
+    attention_dp: int = 1  # attention data-parallel groups (MoE wide expert parallelism); 1: plain TP
 
 
 class RouteShare(Out):

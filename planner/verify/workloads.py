@@ -204,6 +204,7 @@ def _recompute(
         output_tokens=output_tokens,
         link=link_for(chassis, gpu, rep.gpus_per_replica),
         concurrency=concurrency,
+        attention_dp=rep.attention_dp,
         tpot_ms=tpot_ms,
         ttft_ms=ttft_ms,
     )
