@@ -117,3 +117,24 @@ def test_a_service_of_each_2026_model_is_planned(model: str) -> None:
     plan = plan_problem(loads_problem(textwrap.dedent(text), "m.yaml"))
     assert plan.status == "optimal" and plan.verification == []
     assert plan.inference[0].model == model and plan.inference[0].capacity_rps >= 2
+
+
+@pytest.mark.parametrize("gpu", ["H100-SXM", "B200", "B300", "MI300X", "MI355X"])
+def test_estimates_answer_for_every_2026_model_on_each_gpu(gpu: str) -> None:
+    """`planner estimate inference|training` answer (a figure, or why it does not fit) for
+    every new model on the GPUs a 2026 buyer compares."""
+    for model in NEW_MODELS:
+        inf = runner.invoke(
+            app,
+            ["estimate", "inference", "--model", model, "--gpu", gpu, "--gpus", "8", "--precision", "fp8", "--json"],
+        )
+        assert inf.exit_code == 0, (model, gpu, inf.output)
+        got = json.loads(inf.output)
+        assert got["fits"] is True or got["reason"], (model, gpu, got)
+        train = runner.invoke(
+            app,
+            ["estimate", "training", "--model", model, "--gpu", gpu, "--gpus", "64", "--tokens", "1e12", "--json"],
+        )
+        assert train.exit_code == 0, (model, gpu, train.output)
+        got = json.loads(train.output)
+        assert (got["fits"] and got["days"] > 0) or got["reason"], (model, gpu, got)
