@@ -6,9 +6,9 @@ a default. Unknown keys are errors: a typo must never pass silently.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
 
 from planner.schema.catalog import Precision
 
@@ -138,6 +138,13 @@ class ConfigModel(Strict):
         return self._entry
 
 
+def _model_form(value: Any) -> str:
+    """Which form a `model:` takes, so errors speak of that form alone (not of every form tried)."""
+    if isinstance(value, dict | ConfigModel) and (isinstance(value, ConfigModel) or "config" in value):
+        return "ConfigModel"
+    return "InlineModel" if isinstance(value, dict | InlineModel) else "str"
+
+
 class InlineModel(Strict):
     """A dense model given by size; the shape is derived unless given (see perf.shapes)."""
 
@@ -159,9 +166,18 @@ class InlineModel(Strict):
         return self
 
 
+# A model named, given by size, or given by its config.json: one form, told apart up front.
+ModelRef = Annotated[
+    Annotated[str, Tag("str")]
+    | Annotated[InlineModel, Tag("InlineModel")]
+    | Annotated[ConfigModel, Tag("ConfigModel")],
+    Discriminator(_model_form),
+]
+
+
 class TrainingJob(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
-    model: str | InlineModel | ConfigModel = Field(
+    model: ModelRef = Field(
         description="a name from catalogs/models.yaml, {params_b: ...}, or {config: path/to/config.json}"
     )
     tokens: float = Field(gt=0, le=1e16, description="tokens to train on")
@@ -266,7 +282,7 @@ def _default_precisions() -> list[Precision]:
 
 class InferenceService(Strict):
     name: Name = Field(pattern=NAME_PATTERN, max_length=80)
-    model: str | InlineModel | ConfigModel | None = Field(
+    model: ModelRef | None = Field(
         default=None,
         description="an LLM from catalogs/models.yaml or {params_b: ...}; omit for a generic "
         "service (OCR, speech, vision) planned from `measured` alone",
