@@ -1,6 +1,8 @@
 """The command line: parse arguments, call the pipeline, print, choose the exit code.
 
-Exit codes: 0 a plan was found; 1 no feasible plan exists; 2 the input is wrong.
+Exit codes: 0 a plan was found; 1 no feasible plan exists; 2 the input is wrong; 3 no plan
+within the time limit, feasibility unknown; 4 internal error (the verifier rejected the plan);
+130 interrupted (143 on SIGTERM), nothing partial written (planner/commands/common.py).
 
 This module holds the typer app, `solve` and the commands on one problem file (`validate`,
 `schema`, `options`); the other commands live in `planner/commands/` and are registered on the
@@ -12,14 +14,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from planner.commands.common import ProblemArg, err, out, user_errors
 from planner.commands.inputs import catalog, import_melange
 from planner.commands.perf import calibrate, estimate_inference_cmd, estimate_training_cmd
+from planner.commands.signals import exit_code, held, route
 from planner.commands.whatif import compare, whatif
+from planner.errors import OutOfTime
+
+if TYPE_CHECKING:
+    from planner.context import Context
+    from planner.schema.plan import Plan
 
 app = typer.Typer(
     add_completion=False,
@@ -27,6 +35,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="What GPUs, network and racks to buy, at the lowest multi-year cost, and why.",
 )
+EXIT_INTERNAL = 4  # the verifier rejected the plan: a bug, not the input
+
 estimate_app = typer.Typer(no_args_is_help=True, help="The performance model on its own.")
 app.add_typer(estimate_app, name="estimate")
 
@@ -58,10 +68,7 @@ def solve(
     ] = None,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
-    from planner.context import prepare
-    from planner.io.kept_plan import kept_hardware
-    from planner.io.problem_io import load_problem
-    from planner.pipeline import plan_context
+    from planner.optimize.solve import run_budget
     from planner.report.files import check_writable, write_all
     from planner.report.tables import plan_json, purchase_csv
     from planner.report.terminal import print_infeasible, print_plan
@@ -71,19 +78,10 @@ def solve(
         p for p in (csv_path, xlsx_path, html_path, None if json_path == "-" else json_path, *charts) if p
     ]
     check_writable(files)
-    loaded = load_problem(problem)
-    ctx = prepare(loaded)
-    if keep is not None:
-        ctx.kept = kept_hardware(str(keep), ctx.catalog)
-    for gpu in why_not or []:
-        if gpu.lower() != "all":
-            ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
-    plan = plan_context(ctx, time_limit)
-    if plan.status != "infeasible" and (explain_plan or why_not):
-        from planner.explain import explain
-
-        with err.status("measuring what each limit is worth (solving again)"):
-            explain(ctx, plan, time_limit, why_not)
+    with run_budget(time_limit, alarm=True):  # the time limit bounds the whole run, not each solve
+        plan, ctx = _plan(problem, keep, why_not, time_limit)
+        if plan.status != "infeasible" and (explain_plan or why_not):
+            _explain(ctx, plan, time_limit, why_not)
     to_stdout = json_path == "-"
     if not quiet and not to_stdout:
         print_plan(plan, out)
@@ -95,13 +93,43 @@ def solve(
     if csv_path:
         outputs[csv_path] = purchase_csv(plan)
     outputs.update(_finance_outputs(plan, xlsx_path, html_path, charts))
-    write_all(outputs)
+    with held():  # Ctrl-C waits until every file is in place, or none is
+        write_all(outputs)
     if to_stdout:
         sys.stdout.write(plan_json(plan))
     if plan.verification:
         err.print("[bold red]internal error:[/bold red] the verifier rejected the plan (see above)")
-        raise typer.Exit(3)
+        raise typer.Exit(EXIT_INTERNAL)
     raise typer.Exit(1 if plan.status == "infeasible" else 0)
+
+
+def _plan(
+    problem: Path, keep: Path | None, why_not: list[str] | None, time_limit: float | None
+) -> tuple[Plan, Context]:
+    from planner.context import prepare
+    from planner.io.kept_plan import kept_hardware
+    from planner.io.problem_io import load_problem
+    from planner.pipeline import plan_context
+
+    ctx = prepare(load_problem(problem))
+    if keep is not None:
+        ctx.kept = kept_hardware(str(keep), ctx.catalog)
+    for gpu in why_not or []:
+        if gpu.lower() != "all":
+            ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
+    return plan_context(ctx, time_limit), ctx
+
+
+def _explain(ctx: Context, plan: Plan, time_limit: float | None, why_not: list[str] | None) -> None:
+    """Measure what each limit is worth; when the time limit cuts it short, the plan stands without it."""
+    from planner.explain import explain
+    from planner.optimize.solve import cuttable
+
+    try:
+        with err.status("measuring what each limit is worth (solving again)"), cuttable():
+            explain(ctx, plan, time_limit, why_not)
+    except OutOfTime:
+        err.print("[bold yellow]warning:[/bold yellow] the time limit ran out while explaining; raise --time-limit")
 
 
 def _finance_outputs(
@@ -140,6 +168,7 @@ def validate(problem: ProblemArg) -> None:
     out.print(f"{problem}: ok ({len(p.training)} training jobs, {len(p.inference)} inference services)")
 
 
+@user_errors
 def schema() -> None:
     """Print the JSON Schema of the problem file."""
     from planner.schema.problem import Problem
@@ -179,11 +208,13 @@ estimate_app.command("training")(estimate_training_cmd)
 
 
 def main() -> None:
+    route()  # Ctrl-C and SIGTERM: see planner/commands/signals.py
     try:
         app()
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:  # outside a command (typer itself): still 130 or 143
+        code = exit_code(exc)
+        err.print("interrupted" if code == 130 else "terminated", markup=False)
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -60,3 +60,29 @@ class InputError(PlannerError):
 
 class CatalogError(PlannerError):
     """A bundled or user catalog is inconsistent (a bug in data, exit code 2)."""
+
+
+class TimeLimitError(PlannerError):
+    """The time limit ran out before any plan was found, and no proof that none exists (exit code 3)."""
+
+    def __init__(
+        self, message: str = "no plan found within the time limit; feasibility unknown (raise --time-limit)"
+    ) -> None:
+        super().__init__(message)
+
+
+class OutOfTime(BaseException):
+    """The run's wall-clock deadline passed outside the solver (options, model building).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: raised asynchronously, it must not be taken
+    for a failure of whatever step it interrupts (``except Exception`` would measure nothing and
+    go on). The command line turns it into exit code 3.
+    """
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C: the run stops, cleans up and exits ``128 + signum``."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"signal {signum}")

@@ -3,16 +3,31 @@
 Both return results in the order of the jobs, so a sweep's table is the same
 whichever executor ran it. Ray is optional (``pip install planner[ray]``); with
 ``address`` it joins an existing cluster, without it it starts a local instance.
+
+Workers leave signals to the parent: Ctrl-C reaches the whole process group, but a worker
+ignores it, and the parent, interrupted while it waits (in short slices, so it notices at
+once), terminates every worker before the interrupt goes on. No worker outlives the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from planner.errors import InputError
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
 EXECUTORS = ("local", "ray")
+POLL_S = 0.2  # how often a waiting parent looks for Ctrl-C
+STOP_WAIT_S = 2.0  # a worker that has not ended this long after SIGTERM is killed
+CONNECT_TIMEOUT_S = 5.0  # a Ray address must answer within this (name lookup, then TCP connect)
+RAY_LOCAL_ADDRESSES = ("auto", "local")  # ray.init's own words, not HOST:PORT
 
 
 def map_ordered(
@@ -34,15 +49,101 @@ def map_ordered(
             if progress:
                 progress()
         return out
+    return _local(fn, jobs, workers, progress)
+
+
+def _local(
+    fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int, progress: Callable[[], None] | None
+) -> list[Any]:
     from concurrent.futures import ProcessPoolExecutor
 
-    results = []
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-        for r in pool.map(fn, jobs, chunksize=1):
-            results.append(r)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=_worker_signals)
+    try:
+        futures = [pool.submit(fn, job) for job in jobs]
+        results = []
+        for future in futures:
+            results.append(_result(future))
             if progress:
                 progress()
+    except BaseException:  # Ctrl-C, SIGTERM, the deadline, a failed job: no worker goes on
+        _stop(pool)
+        raise
+    pool.shutdown()
     return results
+
+
+def _worker_signals() -> None:
+    """In each worker: Ctrl-C is the parent's to handle (blocked, so that a solver installing its
+    own SIGINT handler cannot take it either); SIGTERM, the parent's stop, ends the worker at once."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _result(future: Future[Any]) -> Any:
+    """The job's result, waiting in slices: a signal is handled between them, not after the job."""
+    while True:
+        try:
+            return future.result(timeout=POLL_S)
+        except TimeoutError:
+            continue
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Terminate every worker now (Python 3.11 has no public way: ``terminate_workers`` is 3.14)."""
+    processes = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(STOP_WAIT_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def check_address(address: str | None) -> None:
+    """A Ray address that does not answer is an input error within seconds (``ray.init`` would
+    wait far longer, and Ray may take seconds just to import). HOST:PORT, optionally ray://."""
+    if address is None or address in RAY_LOCAL_ADDRESSES:
+        return
+    host, _, port_text = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InputError(f"expected HOST:PORT, got {address!r}", key="--address", hint="e.g. 10.0.0.5:6379")
+    try:
+        _connect(host, int(port_text))
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or "no answer"
+        raise InputError(
+            f"no Ray cluster answers at {address} ({reason})",
+            key="--address",
+            hint="start one with `ray start --head`, or check the host and port",
+        ) from None
+
+
+def _connect(host: str, port: int) -> None:
+    """Open and close a TCP connection, name lookup included, within ``CONNECT_TIMEOUT_S`` each."""
+    found: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            found.append(exc)
+
+    thread = threading.Thread(target=lookup, name="ray-address", daemon=True)  # getaddrinfo has no timeout
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S)
+    if not found:
+        raise TimeoutError(f"the name {host} did not resolve in {CONNECT_TIMEOUT_S:g} s")
+    if isinstance(found[0], OSError):
+        raise found[0]
+    family, kind, proto, _, sockaddr = found[0][0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect(sockaddr)
 
 
 def _ray(
@@ -52,30 +153,58 @@ def _ray(
     address: str | None,
     progress: Callable[[], None] | None,
 ) -> list[Any]:
+    check_address(address)
     try:
         import ray
     except ImportError:
         raise InputError("the Ray executor needs Ray: pip install 'planner[ray]'", key="--executor") from None
     started = False
     if not ray.is_initialized():
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
+        with _signals_as_they_were():
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False)
         started = True
+    refs: list[Any] = []
     try:
         remote = ray.remote(num_cpus=1)(fn)
         refs = [remote.remote(job) for job in jobs]
-        index = {ref: i for i, ref in enumerate(refs)}
-        results: list[Any] = [None] * len(refs)
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                results[index[ref]] = ray.get(ref)
-                if progress:
-                    progress()
-        return results
+        return _ray_results(ray, refs, progress)
+    except BaseException:  # Ctrl-C, SIGTERM, the deadline: cancel what still runs
+        for ref in refs:
+            with contextlib.suppress(Exception):  # a finished task cannot be cancelled, and need not be
+                ray.cancel(ref, force=True)
+        raise
     finally:
         if started:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def _signals_as_they_were() -> Iterator[None]:
+    """Around ``ray.init``. The command line blocks SIGINT and SIGTERM in its threads
+    (planner.commands.signals) and processes inherit that: Ray's (raylet, workers) get the usual
+    mask instead, so ``ray.shutdown`` ends them at once. Ray's driver replaces the SIGTERM handler
+    with one that exits 15; ours (exit 143, after cleaning up) is put back."""
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    on_term = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if threading.current_thread() is threading.main_thread() and on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
+
+
+def _ray_results(ray: Any, refs: list[Any], progress: Callable[[], None] | None) -> list[Any]:
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: list[Any] = [None] * len(refs)
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)  # in slices: Ctrl-C is seen
+        for ref in done:
+            results[index[ref]] = ray.get(ref)
+            if progress:
+                progress()
+    return results

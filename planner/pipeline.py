@@ -1,59 +1,102 @@
-"""One problem in, one plan out: load -> options -> CP-SAT -> plan -> verify."""
+"""One problem in, one plan out: load -> options -> CP-SAT -> plan -> verify.
+
+A time limit bounds the whole run (``run_budget``): the plan's solve, its tie-breaks and a
+diagnosis share it. The answers, by exit code: a plan (0); infeasibility proven, by the options
+or by the solver (1), with whatever diagnosis the time left allowed (it says so when it was cut
+short); neither a plan nor a proof (``TimeLimitError``, 3).
+"""
 
 from __future__ import annotations
 
 from planner.assemble import assemble_plan, finance_assumptions
 from planner.catalog import Catalog
 from planner.context import Context, prepare
-from planner.errors import PlannerError
+from planner.errors import OutOfTime, TimeLimitError
 from planner.io.problem_io import LoadedProblem
+from planner.optimize.built import Built
 from planner.optimize.model import build
-from planner.optimize.solve import solve
+from planner.optimize.solve import Solved, budget_spent, cuttable, run_budget, settle, solve
+from planner.options.types import WorkloadOptions
 from planner.schema.plan import Diagnosis, Plan
 from planner.schema.problem import Problem
 
+NO_PLAN = "No plan meets every requirement at once."
+CUT_SHORT = (
+    "The time limit ran out during this diagnosis: a smaller conflict or more fixes may exist (raise --time-limit)."
+)
+
 
 def plan_problem(loaded: LoadedProblem, time_limit_s: float | None = None, base: Catalog | None = None) -> Plan:
-    ctx = prepare(loaded, base)
-    return plan_context(ctx, time_limit_s)
+    with run_budget(time_limit_s):
+        ctx = prepare(loaded, base)
+        return plan_context(ctx, time_limit_s)
 
 
 def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
-    from planner.explain.diagnose import diagnose, no_option_diagnosis
-    from planner.verify import verify
+    with run_budget(time_limit_s):
+        return _plan(ctx, time_limit_s)
 
+
+def _plan(ctx: Context, time_limit_s: float | None) -> Plan:
     p = ctx.problem
     empty = [w for w in ctx.workloads if not w.feasible]
     if empty:
-        found = no_option_diagnosis(ctx, empty)
-        if all(w.kind == "training" for w in empty):
-            # jobs that miss their deadline on every GPU: say how far the deadlines must move
-            moved = diagnose(ctx, time_limit_s)
-            found = found.model_copy(
-                update={
-                    "summary": found.summary + moved.summary[1:],
-                    "fixes": moved.fixes,
-                    "combined_fix": moved.combined_fix,
-                    "conflict": moved.conflict or found.conflict,
-                }
-            )
-        return _infeasible(p, found)
+        settle()  # no option at all for a workload: infeasible, proven by the enumeration
+        return _infeasible(p, _no_option_diagnosis(ctx, empty, time_limit_s))
     built = build(p, ctx.catalog, ctx.workloads, kept=ctx.kept)
-    routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
-    solved = solve(built.model, time_limit_s, lb_tree_search=routing_only)
-    if solved.status in ("optimal", "feasible"):
-        from planner.optimize.tiebreak import break_ties
-
-        solved = break_ties(built, solved)  # equal TCO: fewer GPU types, less power, earlier starts
+    solved = _solved(built, p, time_limit_s)
     if solved.status == "infeasible":
-        return _infeasible(p, diagnose(ctx, time_limit_s))
+        return _infeasible(p, _diagnosis(ctx, time_limit_s))
     if solved.status not in ("optimal", "feasible"):
-        raise PlannerError(
-            "the solver found no plan within its time limit and could not prove that none exists; raise --time-limit"
-        )
+        raise TimeLimitError()
+    from planner.verify import verify
+
     plan = assemble_plan(ctx, built, solved)
     plan.verification = verify(p, ctx.catalog, plan)
     return plan
+
+
+def _solved(built: Built, p: Problem, time_limit_s: float | None) -> Solved:
+    """The least-TCO solve, then the tie-breaks (equal TCO: fewer GPU types, less power, earlier starts)."""
+    routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
+    solved = solve(built.model, time_limit_s, lb_tree_search=routing_only)
+    if solved.status in ("optimal", "feasible") and not budget_spent():
+        from planner.optimize.tiebreak import break_ties
+
+        solved = break_ties(built, solved)
+    return solved
+
+
+def _diagnosis(ctx: Context, time_limit_s: float | None) -> Diagnosis:
+    """Which limits conflict and how far each must move, in the time the run has left."""
+    from planner.explain.diagnose import diagnose
+
+    try:
+        with cuttable():
+            found = diagnose(ctx, time_limit_s)
+    except OutOfTime:
+        return Diagnosis(summary=[NO_PLAN, CUT_SHORT])
+    if budget_spent():
+        found = found.model_copy(update={"summary": [*found.summary, CUT_SHORT]})
+    return found
+
+
+def _no_option_diagnosis(ctx: Context, empty: list[WorkloadOptions], time_limit_s: float | None) -> Diagnosis:
+    """Workloads no GPU can run; when they are all training jobs, how far their deadlines must move."""
+    from planner.explain.diagnose import no_option_diagnosis
+
+    found = no_option_diagnosis(ctx, empty)
+    if not all(w.kind == "training" for w in empty):
+        return found
+    moved = _diagnosis(ctx, time_limit_s)
+    return found.model_copy(
+        update={
+            "summary": found.summary + moved.summary[1:],
+            "fixes": moved.fixes,
+            "combined_fix": moved.combined_fix,
+            "conflict": moved.conflict or found.conflict,
+        }
+    )
 
 
 def _infeasible(problem: Problem, diagnosis: Diagnosis) -> Plan:

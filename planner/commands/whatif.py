@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from planner.commands.common import ProblemArg, err, out, user_errors
+from planner.commands.signals import held
 from planner.errors import InputError
 
 
@@ -32,6 +33,7 @@ def whatif(
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (with --executor ray)")] = None,
 ) -> None:
     """Solve a grid of variants of a problem: one row per combination of the swept values."""
+    from planner.executors import check_address
     from planner.io.overrides import grid, parse_set
     from planner.io.problem_io import load_problem
     from planner.report.files import check_writable, write_all
@@ -39,6 +41,8 @@ def whatif(
     from planner.whatif.scenarios import run_grid
 
     check_writable([p for p in (csv_path, xlsx_path, chart_path) if p])
+    if executor == "ray":
+        check_address(address)  # a cluster that does not answer: exit 2 in seconds, before any work
     if not sets and not scenarios:
         raise InputError("give --set PATH=V1,V2 (a grid) or --scenarios FILE", key="whatif")
     if scenarios:
@@ -74,7 +78,8 @@ def whatif(
         from planner.report.xlsx import plan_xlsx
 
         outputs[xlsx_path] = plan_xlsx(plan_problem(loaded, time_limit), whatif=rows)
-    write_all(outputs)
+    with held():  # Ctrl-C waits until every file is in place, or none is
+        write_all(outputs)
 
 
 def _run_scenarios(
