@@ -26,7 +26,8 @@ from planner.catalog import load_catalog
 from planner.context import prepare
 from planner.errors import PlannerError
 from planner.explain import explain as explain_context
-from planner.io.problem_io import LoadedProblem, check_references, loads_problem, parse_problem
+from planner.io.catalog_refs import check_references
+from planner.io.problem_io import LoadedProblem, loads_problem, parse_problem
 from planner.io.problem_io import load_problem as load_problem_file
 from planner.pipeline import plan_context
 from planner.schema.plan import CashFlowRow, ConstraintRow, Plan, PurchaseRow, ReplicaRow, ServerRow, TrainingRow

@@ -160,7 +160,8 @@ def _finance_outputs(
 def validate(problem: ProblemArg) -> None:
     """Check a problem file: schema, names, references. Exit 0 or 2."""
     from planner.catalog import load_catalog
-    from planner.io.problem_io import check_references, load_problem
+    from planner.io.catalog_refs import check_references
+    from planner.io.problem_io import load_problem
 
     loaded = load_problem(problem)
     check_references(loaded, load_catalog())

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog, load_catalog
-from planner.io.problem_io import LoadedProblem, check_references
+from planner.io.catalog_refs import check_references
+from planner.io.problem_io import LoadedProblem
 from planner.options.build import build_options
 from planner.options.types import WorkloadOptions
 from planner.schema.problem import Problem

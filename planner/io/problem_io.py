@@ -15,13 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from planner.catalog import Catalog, suggest
+from planner.catalog import suggest
 from planner.errors import InputError, Where
 from planner.io.files import EXCERPT_CHARS, excerpt, loads_json, read_input_text, resolve_reference
 from planner.io.requests_csv import bucket_requests, read_requests_csv
-from planner.io.yaml_io import Path_, dotted_path, is_sexagesimal, line_of, load_yaml, loads_yaml
-from planner.schema.catalog import DEPLOYMENT_CLASSES
-from planner.schema.problem import NAME_PATTERN, ConfigModel, InferenceService, InlineModel, Problem, TrainingJob
+from planner.io.yaml_io import Path_, is_sexagesimal, line_of, load_yaml, loads_yaml
+from planner.schema.problem import NAME_PATTERN, ConfigModel, InferenceService, Problem, TrainingJob
 
 
 @dataclass(frozen=True)
@@ -180,9 +179,17 @@ _EXPECTED = {
     "bool_type": "expected true or false",
     "finite_number": "expected a finite number",
 }
+
+
 _UNION_BRANCHES = {"str", "InlineModel", "ConfigModel"}
+
+
 _VALIDATED_BRANCH = re.compile(r"^function-\w+\[.*, (\w+)\]$")  # a branch with a validator: its tag in a loc
+
+
 _SHOULD = re.compile(r"^\w+ should( be)?")
+
+
 _WORD = re.compile(r"[A-Za-z_][\w.\-]*")
 
 
@@ -380,58 +387,3 @@ def _locate_problem_error(message: str, data: dict[str, Any], lines: dict[Path_,
                 hint="remove one of these `after` entries",
             )
     return None
-
-
-def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
-    """Every GPU and model the problem names must exist in the catalog."""
-    p = loaded.problem
-    for index, name in enumerate(p.catalog.exclude):
-        _need_excludable(loaded, catalog, name, ("catalog", "exclude", index))
-    for table in ("prices_usd", "stock", "price_decline_per_year", "rent_usd_per_gpu_hour"):
-        for gpu in getattr(p.catalog, table):
-            if table == "price_decline_per_year" and gpu == "default":
-                continue
-            _need_gpu(loaded, catalog, gpu, ("catalog", table, gpu))
-    workloads: list[tuple[str, int, TrainingJob | InferenceService]] = [
-        *(("training", i, j) for i, j in enumerate(p.training)),
-        *(("inference", i, s) for i, s in enumerate(p.inference)),
-    ]
-    for index, svc in enumerate(p.inference):
-        for row, entry in enumerate(svc.measured):
-            _need_gpu(loaded, catalog, entry.gpu, ("inference", index, "measured", row, "gpu"))
-    for kind, index, item in workloads:
-        if item.model is None or isinstance(item.model, InlineModel | ConfigModel):
-            continue
-        if catalog.find_model_id(item.model) is None:
-            raise InputError(
-                f"unknown model {item.model!r}",
-                file=loaded.file,
-                key=f"{kind}.{item.name}.model",
-                line=loaded.line(kind, index, "model"),
-                hint=suggest(item.model, list(catalog.models))
-                or "use a name from `planner catalog models` or {params_b: ...}",
-            )
-
-
-def _need_excludable(loaded: LoadedProblem, catalog: Catalog, name: str, loc: tuple[str | int, ...]) -> None:
-    """``catalog.exclude`` names a GPU id, a chassis id or a deployment class."""
-    known = [*catalog.gpus, *catalog.servers, *DEPLOYMENT_CLASSES]
-    if name.lower() not in {k.lower() for k in known}:
-        raise InputError(
-            f"unknown GPU {name!r} (nor a chassis id or a class)",
-            file=loaded.file,
-            key=dotted_path(loc),
-            line=loaded.line(*loc),
-            hint=suggest(name, known) or "see `planner catalog gpus` and `planner catalog servers`",
-        )
-
-
-def _need_gpu(loaded: LoadedProblem, catalog: Catalog, gpu: str, loc: tuple[str | int, ...]) -> None:
-    if catalog.find_gpu_id(gpu) is None:
-        raise InputError(
-            f"unknown GPU {gpu!r}",
-            file=loaded.file,
-            key=dotted_path(loc),
-            line=loaded.line(*loc),
-            hint=suggest(gpu, list(catalog.gpus)) or "see `planner catalog gpus`",
-        )
