@@ -7,7 +7,7 @@ import pytest
 from planner.perf.inference import InferenceQuery, Link, estimate_inference
 from planner.perf.links import link_for
 from planner.perf.shapes import inline_shape, shape_of
-from planner.schema.problem import InlineModel
+from planner.schema.model_ref import InlineModel
 
 
 def _query(catalog, model, gpu, tp=1, precision="bf16", **kw):

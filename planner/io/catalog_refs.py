@@ -8,7 +8,8 @@ from planner.errors import InputError
 from planner.io.problem_io import LoadedProblem
 from planner.io.yaml_io import dotted_path
 from planner.schema.catalog import DEPLOYMENT_CLASSES
-from planner.schema.problem import ConfigModel, InferenceService, InlineModel, TrainingJob
+from planner.schema.model_ref import ConfigModel, InlineModel
+from planner.schema.problem import InferenceService, TrainingJob
 
 
 def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:

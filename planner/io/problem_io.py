@@ -20,7 +20,8 @@ from planner.errors import InputError, Where
 from planner.io.files import EXCERPT_CHARS, excerpt, loads_json, read_input_text, resolve_reference
 from planner.io.requests_csv import bucket_requests, read_requests_csv
 from planner.io.yaml_io import Path_, is_sexagesimal, line_of, load_yaml, loads_yaml
-from planner.schema.problem import NAME_PATTERN, ConfigModel, InferenceService, Problem, TrainingJob
+from planner.schema.model_ref import ConfigModel
+from planner.schema.problem import NAME_PATTERN, InferenceService, Problem, TrainingJob
 
 
 @dataclass(frozen=True)

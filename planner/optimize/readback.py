@@ -12,8 +12,9 @@ from planner.optimize.built import Built
 from planner.optimize.solve import Solved
 from planner.options.types import InferenceOption
 from planner.pricing import decline_per_year, server_price_usd
+from planner.schema.model_ref import ConfigModel
 from planner.schema.plan import BucketRoute, InferenceRow, ReplicaRow, RouteShare, ServerRow, TrainingRow
-from planner.schema.problem import ConfigModel, InferenceService, Problem
+from planner.schema.problem import InferenceService, Problem
 
 
 @dataclass

@@ -13,7 +13,7 @@ from planner.perf.precision import BYTES
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingQuery, estimate_training
 from planner.schema.catalog import Gpu, ServerChassis
-from planner.schema.problem import InlineModel
+from planner.schema.model_ref import InlineModel
 
 
 def _shape(catalog: Catalog, model: str | None, params_b: float | None) -> ModelShape:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from planner.catalog import Catalog
 from planner.schema.catalog import LlmModel
-from planner.schema.problem import ConfigModel, InlineModel
+from planner.schema.model_ref import ConfigModel, InlineModel
 
 # Dense transformer: params ~ 12 * layers * hidden^2, and hidden/layers ~ 128 across the
 # Llama family (4096/32, 5120/40, 8192/80 ~ 102). Inline models get that shape unless given.

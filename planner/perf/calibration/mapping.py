@@ -15,7 +15,7 @@ from planner.perf.calibration.measurements import Measurement
 from planner.perf.links import link_for
 from planner.perf.shapes import ModelShape, shape_of
 from planner.schema.catalog import Gpu, ServerChassis
-from planner.schema.problem import InlineModel
+from planner.schema.model_ref import InlineModel
 
 # Source names of the GPU -> catalog id. Rows on other hardware are skipped ("no catalog GPU").
 GPU_ALIASES = {
