@@ -279,7 +279,7 @@ def _estimate(case: Case) -> InferenceEstimate:
         input_tokens=case.input_tokens,
         output_tokens=case.output_tokens,
         link=link_for(chassis, gpu, case.gpus),
-        concurrency=case.concurrency,
+        clients=case.concurrency,
         attention_dp=case.attention_dp,
     )
     eff = catalog.efficiency

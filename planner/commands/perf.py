@@ -21,9 +21,16 @@ def estimate_inference_cmd(
     precision: Annotated[str, typer.Option(help="fp32|bf16|fp16|fp8|int8|int4|fp4")] = "bf16",
     input_tokens: Annotated[int, typer.Option(min=1)] = 1024,
     output_tokens: Annotated[int, typer.Option(min=1)] = 256,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="fixed batch")] = None,
-    tpot_ms: Annotated[float | None, typer.Option(min=0.001, help="largest batch meeting this TPOT")] = None,
-    ttft_ms: Annotated[float | None, typer.Option(min=0.001, help="and this TTFT")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="a closed loop of N clients (how serving benchmarks measure)")
+    ] = None,
+    rate: Annotated[float | None, typer.Option(min=1e-9, help="Poisson arrivals, requests/s")] = None,
+    batch: Annotated[int | None, typer.Option(min=1, help="a steady batch of N sequences (static batch)")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(min=0.001, help="largest load meeting this p99 TPOT")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(min=0.001, help="and this p99 TTFT")] = None,
+    attention_dp: Annotated[
+        int, typer.Option("--attention-dp", min=1, help="attention data-parallel groups (MoE wide EP)")
+    ] = 1,
     server: Annotated[str | None, typer.Option(help="server chassis id (sets the GPU link)")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -38,10 +45,13 @@ def estimate_inference_cmd(
         precision=precision,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        concurrency=concurrency,
+        clients=concurrency,
+        rate=rate,
+        concurrency=batch,
         tpot_ms=tpot_ms,
         ttft_ms=ttft_ms,
         server=server,
+        attention_dp=attention_dp,
     )
     _print_result(result, as_json)
 

@@ -70,9 +70,13 @@ def run_inference_estimate(
     ttft_ms: float | None,
     server: str | None,
     attention_dp: int = 1,
+    clients: int | None = None,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     """One replica of ``gpus`` GPUs; ``attention_dp`` > 1 splits them into that many attention
     groups (tensor-parallel inside each) with the routed experts spread over all of them."""
+    if sum(x is not None for x in (concurrency, clients, rate)) > 1:
+        raise InputError("give at most one of --concurrency, --rate and --batch", key="--concurrency")
     catalog = load_catalog()
     shape = _shape(catalog, model, params_b)
     g = _gpu(catalog, gpu)
@@ -95,6 +99,8 @@ def run_inference_estimate(
         output_tokens=output_tokens,
         link=link_for(chassis, g, gpus),
         concurrency=concurrency,
+        clients=clients,
+        rate=rate,
         tpot_ms=tpot_ms,
         ttft_ms=ttft_ms,
         attention_dp=attention_dp,

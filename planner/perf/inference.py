@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TypedDict
 
 from planner import units as u
+from planner.perf.engine import Engine, EngineLimits, IterationCost
+from planner.perf.load import Latency, Load
 from planner.perf.precision import compute_precision, kv_bytes, stored_weight_bytes
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import GenerationEfficiency, Gpu, ServingAssumptions
@@ -48,7 +50,12 @@ class InferenceQuery:
     input_tokens: int
     output_tokens: int
     link: Link
-    concurrency: int | None = None
+    concurrency: int | None = None  # a steady batch of this many sequences (static-batch rows)
+    clients: int | None = None  # a closed loop of this many clients (how serving benchmarks measure)
+    rate: float | None = None  # Poisson arrivals, requests/s
+    # Targets without a load: size a steady batch (the largest meeting the p99 targets through
+    # the fitted queue factors, as MLPerf Server rows are calibrated) instead of a Poisson rate.
+    steady_batch: bool = False
     tpot_ms: float | None = None
     ttft_ms: float | None = None
     # Attention data parallelism: the replica's GPUs form this many groups, each running
@@ -145,10 +152,12 @@ class _Replica:
         kv_value, replicas = kv_bytes(q.precision, compute), m.kv_replicas(self.attn_tp)
         self.kv_avg = m.kv_bytes(self.ctx_avg, kv_value) * replicas  # one sequence, all GPUs
         self.kv_max = m.kv_bytes(self.ctx_max, kv_value) * replicas
+        self.kv_per_token = m.kv_bytes_per_token(kv_value) * replicas
         self.usable_bytes = t * q.gpu.memory_gb * 1e9 * (1 - s.memory_reserve_fraction)
         self.bw = t * q.gpu.memory_bandwidth_gb_per_s * 1e9 * gen.bandwidth_eff
         self.compute_eff = gen.compute_eff_for(compute)
         self.flops = t * q.gpu.tflops_dense[compute] * 1e12 * self.compute_eff
+        self.prefill_eff = gen.moe_prefill_eff if m.experts > 1 else 1.0
         self.hidden = m.hidden_size
 
     def max_batch_by_memory(self) -> int:
@@ -156,6 +165,9 @@ class _Replica:
         if spare < self.kv_max:
             return 0
         return int(spare // self.kv_avg)
+
+    def comm_s(self, tokens: float) -> float:
+        return self._allreduce_s(tokens)
 
     def _allreduce_s(self, tokens: float) -> float:
         """Time on the in-server link per pass over ``tokens`` tokens (the whole replica's)."""
@@ -196,15 +208,22 @@ class _Replica:
         overhead = self.s.step_overhead_ms * 1e-3
         return max(mem, comp) + self._allreduce_s(batch) + overhead, "memory" if mem >= comp else "compute"
 
+    def prefill_compute_s(self, linear_flops: float, attention_flops: float, tokens: float, prompts: int = 1) -> float:
+        """Compute time of prefilling ``tokens`` prompt tokens of ``prompts`` prompts."""
+        flops = linear_flops + attention_flops
+        if self.dp <= 1:
+            return flops / self.flops / self.prefill_eff
+        # a prompt runs its attention and dense layers on its own group (1/dp of the GPUs);
+        # only its routed experts' work is spread over the whole replica
+        experts = 2 * self.q.model.routed_active_params_b() * 1e9 * tokens
+        groups_idle = self.dp / min(self.dp, max(1, prompts))
+        return ((flops - experts) * groups_idle + experts) / self.flops / self.prefill_eff
+
     def prefill_s(self) -> float:
         m, n = self.q.model, self.q.input_tokens
-        flops = 2 * m.active_params_b * 1e9 * n + m.attention_flops_per_pair(decode=False) * m.causal_pairs(n)
-        compute_s = flops / self.flops
-        if self.dp > 1:
-            # one prompt runs its attention and dense layers on its own group (1/dp of the
-            # GPUs); only its routed experts' work is spread over the whole replica
-            experts = 2 * m.routed_active_params_b() * 1e9 * n
-            compute_s = ((flops - experts) * self.dp + experts) / self.flops
+        linear = 2 * m.active_params_b * 1e9 * n
+        attention = m.attention_flops_per_pair(decode=False) * m.causal_pairs(n)
+        compute_s = self.prefill_compute_s(linear, attention, n)
         return max(compute_s, self.weights.read(n) / self.bw) + self._allreduce_s(n)
 
     def prefill_latency_s(self) -> float:
@@ -262,6 +281,8 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
             ),
             **base,
         )
+    if q.concurrency is None and not q.steady_batch:
+        return _under_load(q, r, serving, by_memory, base)
     batch, reason = _choose_batch(r, q, by_memory)
     if batch < 1:
         return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
@@ -278,6 +299,74 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
         tpot_p99_ms=u.ms(r.tpot_p99_s(batch)),
         requests_per_s=rps,
         planning_requests_per_s=rps * serving.headroom,
+        max_batch_by_memory=by_memory,
+        bound=r.step_s(batch)[1],
+        **base,
+    )
+
+
+def _under_load(
+    q: InferenceQuery, r: _Replica, serving: ServingAssumptions, by_memory: int, base: _Footprint
+) -> InferenceEstimate:
+    """A closed loop of clients, Poisson arrivals at a rate, or (neither) the largest Poisson
+    rate whose p99 latencies meet the targets: what the optimiser plans on."""
+    engine = engine_for(q, r.gen, serving)
+    assert engine is not None  # the caller checked that one request fits
+    low = serving.closed_loop_length_low
+    if q.clients is not None:
+        if q.clients > by_memory:
+            reason = f"concurrency {q.clients} needs more KV cache than fits (at most {by_memory})"
+            return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
+        spread = (1 + low) / 2  # the benchmark's lengths are uniform in [low x L, L]
+        load = Load(engine, q.input_tokens * spread, q.output_tokens * spread)
+        lat = load.closed_loop(q.clients, serving.closed_loop_waves, low)
+        return _from_latency(q, r, lat, load.saturation_rate(), lat.requests_per_s, by_memory, base)
+    load = Load(engine, q.input_tokens, q.output_tokens)
+    ceiling = load.saturation_rate()
+    if q.rate is not None:
+        lat = load.poisson(q.rate)
+        if not lat.stable:
+            reason = f"rate {q.rate:g}/s is above what one replica serves ({ceiling:.3g}/s)"
+            return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
+        return _from_latency(q, r, lat, ceiling, q.rate, by_memory, base)
+    ttft_s = None if q.ttft_ms is None else q.ttft_ms / 1000
+    tpot_s = None if q.tpot_ms is None else q.tpot_ms / 1000
+    rate = load.max_rate(ttft_s, tpot_s, serving.headroom)
+    if rate <= 0:
+        return InferenceEstimate(fits=False, reason=_missed(load, q), max_batch_by_memory=by_memory, **base)
+    return _from_latency(q, r, load.poisson(rate), ceiling, rate, by_memory, base)
+
+
+def _missed(load: Load, q: InferenceQuery) -> str:
+    """Why no load meets the targets: the latencies of one request alone."""
+    alone = load.poisson(load.saturation_rate() * 1e-6)
+    if q.tpot_ms is not None and u.ms(alone.tpot_p99_s) > q.tpot_ms:
+        return f"misses TPOT: {u.ms(alone.tpot_p99_s):.1f} ms at the lightest load > target {q.tpot_ms:g} ms"
+    return f"misses TTFT: {u.ms(alone.ttft_p99_s):.0f} ms at the lightest load > target {q.ttft_ms:g} ms"
+
+
+def _from_latency(
+    q: InferenceQuery,
+    r: _Replica,
+    lat: Latency,
+    ceiling_rps: float,
+    planned_rps: float,
+    by_memory: int,
+    base: _Footprint,
+) -> InferenceEstimate:
+    batch = max(1, round(lat.batch))
+    tokens_per_s = planned_rps * q.output_tokens
+    return InferenceEstimate(
+        fits=True,
+        batch=batch,
+        output_tokens_per_s=tokens_per_s,
+        output_tokens_per_s_per_gpu=tokens_per_s / q.gpus,
+        ttft_ms=u.ms(lat.ttft_s),
+        tpot_ms=u.ms(lat.tpot_s),
+        ttft_p99_ms=u.ms(lat.ttft_p99_s),
+        tpot_p99_ms=u.ms(lat.tpot_p99_s),
+        requests_per_s=ceiling_rps,
+        planning_requests_per_s=planned_rps,
         max_batch_by_memory=by_memory,
         bound=r.step_s(batch)[1],
         **base,
@@ -342,3 +431,21 @@ def max_tp_candidates(gpus_per_server: int) -> list[int]:
 
 def is_power_of_two(n: int) -> bool:
     return n > 0 and math.log2(n).is_integer()
+
+
+def engine_for(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> Engine | None:
+    """The replica's iteration cost and scheduler limits; None when no request fits."""
+    if compute_precision(q.gpu, q.precision) is None or q.attention_dp < 1 or q.gpus % q.attention_dp:
+        return None
+    r = _Replica(q, gen, serving)
+    spare = r.usable_bytes - r.weights_bytes
+    if spare < r.kv_max:
+        return None
+    # sliding windows cap a sequence's cache: count tokens at the shape's mean bytes per token
+    bytes_per_token = r.kv_avg / r.ctx_avg if r.ctx_avg > 0 else r.kv_per_token
+    limits = EngineLimits(
+        token_budget=serving.token_budget,
+        max_seqs=serving.max_batch,
+        kv_capacity_tokens=int(spare // bytes_per_token),
+    )
+    return Engine(cost=IterationCost(r), limits=limits, ttft_overhead_s=serving.ttft_overhead_ms * 1e-3)

@@ -324,6 +324,13 @@ class GenerationEfficiency(Strict):
     calibrated: bool = Field(
         default=False, description="fitted to published measurements (else a judgement, outside the calibrated range)"
     )
+    moe_prefill_eff: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="share of compute_eff a mixture-of-experts model reaches in prefill (grouped expert GEMMs, "
+        "token routing)",
+    )
 
     def compute_eff_for(self, precision: str) -> float:
         default = self.compute_eff["default"]
@@ -350,6 +357,31 @@ class ServingAssumptions(Strict):
     step_overhead_ms: float = Field(ge=0, description="fixed per decode step: scheduling, kernel launch")
     prefill_overhead_us_per_layer: float = Field(
         ge=0, description="fixed cost per layer of a prefill pass (kernel launches; no CUDA graphs there)"
+    )
+    token_budget: int = Field(
+        default=8192, ge=1, description="tokens one engine iteration processes (chunked prefill; vLLM/TRT-LLM 8192)"
+    )
+    ttft_overhead_ms: float = Field(
+        default=0.0, ge=0, description="fixed per request before its first token: API server, tokenizer, streaming"
+    )
+    moe_layer_overhead_us: float = Field(
+        default=0.0, ge=0, description="fixed per mixture-of-experts layer per iteration: routing, expert dispatch"
+    )
+    moe_prefill_overhead_us_per_layer: float = Field(
+        default=0.0,
+        ge=0,
+        description="fixed per mixture-of-experts layer per iteration that prefills: token sort, expert dispatch",
+    )
+    closed_loop_waves: int = Field(
+        default=10,
+        ge=1,
+        description="requests per client in a closed-loop benchmark (InferenceMAX: num_prompts = 10 x concurrency)",
+    )
+    closed_loop_length_low: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="closed-loop benchmark lengths are uniform in [low x L, L] (InferenceMAX random_range_ratio 0.8)",
     )
     ttft_queue_iterations: float = Field(
         ge=0, description="mean engine iterations a new request waits under load before its first token"

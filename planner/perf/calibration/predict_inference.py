@@ -71,10 +71,10 @@ def _inference_estimate(catalog: Catalog, s: _InferenceSetup, tp: int) -> tuple[
     """Server rows: the scenario's latency targets. Others: the stated batch, else max throughput."""
     notes: list[str] = []
     if s.scenario == "MLPerf Server":
-        q = _query(catalog, s, tp, tpot_ms=MLPERF_SERVER_TPOT_MS, ttft_ms=MLPERF_SERVER_TTFT_MS)
+        q = _query(catalog, s, tp, tpot_ms=MLPERF_SERVER_TPOT_MS, ttft_ms=MLPERF_SERVER_TTFT_MS, steady_batch=True)
         notes.append(f"largest batch meeting TTFT<={MLPERF_SERVER_TTFT_MS:g} ms, TPOT<={MLPERF_SERVER_TPOT_MS:g} ms")
     else:
-        q = _query(catalog, s, tp)
+        q = _query(catalog, s, tp, steady_batch=True)
     free = _run(catalog, q)
     if not free.fits:
         raise Skip(f"model infeasible: {free.reason}")

@@ -1,0 +1,259 @@
+"""Latency under load, from the engine's iteration cost (``planner.perf.engine``).
+
+Two kinds of load, as the issue and the benchmarks define them:
+
+- a closed loop of N clients (``--concurrency N``), the way serving benchmarks measure
+  (InferenceMAX: N clients start together, ``waves x N`` requests in all, lengths uniform
+  in ``[low x L, L]``). The first wave's prompts all arrive at once and are prefilled one
+  token budget at a time, so the first wave waits behind up to N prompts; afterwards the
+  clients have drifted apart and a new prompt meets the steady state below;
+- Poisson arrivals at a rate (``--rate R``; what the optimiser plans on): in steady state
+  ``b = rate x output x TPOT`` sequences decode (Little), each iteration pays for the
+  prompts that arrive meanwhile, and a prompt waits for the prompts ahead of it, an
+  M/D/1 queue whose server is the prefill work. Its p99 uses the queue's exponential
+  tail (Cramer-Lundberg) and the Poisson spread of prompts met while decoding.
+
+Every time here is an iteration of ``IterationCost``; the simulator (``planner.simulate``)
+replays the same iterations request by request and checks these figures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.perf.engine import Engine
+
+_P99_Z = 2.326  # standard normal 99th percentile
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Seconds; ``batch`` is the mean number of sequences decoding."""
+
+    ttft_s: float
+    tpot_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    batch: float
+    requests_per_s: float
+    stable: bool = True
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    """What one prompt costs a replica that decodes ``batch`` sequences meanwhile."""
+
+    latency_s: float  # from the start of its first chunk to its first token
+    extra_s: float  # iteration time it adds over decode-only iterations (the queue's service time)
+    chunks: int
+
+
+class Load:
+    """One replica shape (engine) serving requests of one size (mean input/output tokens)."""
+
+    def __init__(self, engine: Engine, input_tokens: float, output_tokens: float) -> None:
+        self.engine, self.cost, self.limits = engine, engine.cost, engine.limits
+        self.isl, self.osl = max(1.0, input_tokens), max(1.0, output_tokens)
+        self.ttft_fixed_s = engine.ttft_overhead_s
+        per_seq = input_tokens + output_tokens
+        self.max_running = max(0, min(self.limits.max_seqs, int(self.limits.kv_capacity_tokens // per_seq)))
+
+    # --- one iteration, one prompt -----------------------------------------------------
+
+    def _context(self, batch: float) -> float:
+        return batch * (self.isl + self.osl / 2)
+
+    def decode_iteration_s(self, batch: float) -> float:
+        b = max(0, round(batch))
+        return float(self.cost.iteration_s(b, self._context(b)))
+
+    def prompt(self, batch: float) -> _Prompt:
+        """A prompt prefilled in chunks beside ``batch`` decoding sequences."""
+        b = max(0, round(batch))
+        room = max(1, self.limits.token_budget - b)
+        context, base = self._context(b), self.decode_iteration_s(b)
+        done, latency, extra, chunks = 0, 0.0, 0.0, 0
+        total = round(self.isl)
+        while done < total:
+            chunk = min(room, total - done)
+            t = float(self.cost.iteration_s(b, context, chunk, self.cost.chunk_pairs(done, chunk)))
+            latency, extra, done, chunks = latency + t, extra + t - base, done + chunk, chunks + 1
+        return _Prompt(latency_s=latency + self.ttft_fixed_s, extra_s=max(extra, 0.0), chunks=chunks)
+
+    # --- Poisson arrivals --------------------------------------------------------------
+
+    def poisson(self, rate: float) -> Latency:
+        """Steady state at ``rate`` requests/s (Poisson); ``stable`` False when it cannot keep up."""
+        batch, it = 1.0, self.decode_iteration_s(1)
+        for _ in range(60):
+            p = self.prompt(batch)
+            rho = rate * p.extra_s
+            if rho >= 1:
+                return self._unstable(rate)
+            it = self.decode_iteration_s(batch) / (1 - rho)
+            new_batch = min(float(self.max_running), rate * (self.osl - 1) * it + rate * p.latency_s)
+            if abs(new_batch - batch) < 0.01:
+                break
+            batch = max(new_batch, 1.0)
+        if rate * (self.osl - 1) * it > self.max_running:
+            return self._unstable(rate)
+        p = self.prompt(batch)
+        wait_mean = _md1_wait_mean(rate, p.extra_s)
+        ttft = it / 2 + wait_mean + p.latency_s
+        ttft_p99 = it + _md1_wait_quantile(rate, p.extra_s, 0.99) + p.latency_s
+        met = rate * (self.osl - 1) * it  # prompts a request meets while it decodes
+        met_p99 = met + _P99_Z * math.sqrt(met)
+        base = self.decode_iteration_s(batch)
+        tpot_p99 = base + met_p99 * p.extra_s / max(1.0, self.osl - 1)
+        return Latency(ttft, it, ttft_p99, max(tpot_p99, it), batch, rate)
+
+    def _unstable(self, rate: float) -> Latency:
+        inf = math.inf
+        return Latency(inf, inf, inf, inf, float(self.max_running), rate, stable=False)
+
+    def saturation_rate(self) -> float:
+        """Requests/s with every running slot busy (the throughput ceiling)."""
+        b = self.max_running
+        if b < 1:
+            return 0.0
+        p = self.prompt(b)
+        # per request: osl - 1 decode iterations among b sequences, plus its prompt's extra work
+        per_request_s = (self.osl - 1) * self.decode_iteration_s(b) / b + p.extra_s
+        return 1.0 / per_request_s
+
+    def max_rate(self, ttft_p99_s: float | None, tpot_p99_s: float | None, utilisation: float) -> float:
+        """The largest Poisson rate whose p99s meet the targets, at most ``utilisation`` of saturation."""
+        ceiling = utilisation * self.saturation_rate()
+
+        def ok(rate: float) -> bool:
+            lat = self.poisson(rate)
+            if not lat.stable:
+                return False
+            if tpot_p99_s is not None and lat.tpot_p99_s > tpot_p99_s:
+                return False
+            return not (ttft_p99_s is not None and lat.ttft_p99_s > ttft_p99_s)
+
+        if ceiling <= 0 or not ok(ceiling * 1e-6):
+            return 0.0
+        if ok(ceiling):
+            return ceiling
+        lo, hi = ceiling * 1e-6, ceiling
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        return lo
+
+    # --- a closed loop of N clients ----------------------------------------------------
+
+    def closed_loop(self, clients: int, waves: int, low: float) -> Latency:
+        """Means over ``waves x clients`` requests, as a closed-loop benchmark reports them."""
+        steady = self._steady_closed(clients)
+        first = self._first_wave(clients, steady.tpot_s)
+        ttft = (first.mean_ttft_s + (waves - 1) * steady.ttft_s) / waves
+        tpot = (first.mean_tpot_s + (waves - 1) * steady.tpot_s) / waves
+        # the first wave is 1/waves of the requests: the p99 falls inside it when waves < 100
+        share = max(0.0, 1 - 0.01 * waves)
+        ttft_p99 = max(steady.ttft_p99_s, _quantile(first.ttfts_s, share))
+        tpot_p99 = max(steady.tpot_p99_s, _quantile(first.tpots_s, share))
+        return Latency(ttft, tpot, ttft_p99, tpot_p99, steady.batch, steady.requests_per_s)
+
+    def _steady_closed(self, clients: int) -> Latency:
+        running = min(clients, self.max_running)
+        it, ttft, rate = self.decode_iteration_s(running), 0.0, 0.0
+        p = self.prompt(running)
+        for _ in range(60):
+            if clients > running:  # every slot busy: a slot turns over once per request served
+                rate = running / (p.latency_s + (self.osl - 1) * it)
+            else:
+                rate = clients / (ttft + (self.osl - 1) * it)
+            rho = min(rate * p.extra_s, 0.95)
+            new_it = self.decode_iteration_s(running) / (1 - rho)
+            queued = (clients - running) / rate if clients > running else 0.0
+            new_ttft = new_it / 2 + _md1_wait_mean(rate, p.extra_s, cap=0.95) + p.latency_s + queued
+            if abs(new_it - it) < 1e-7 and abs(new_ttft - ttft) < 1e-6:
+                break
+            it, ttft = new_it, new_ttft
+        p99 = self.poisson(rate) if rate > 0 else self._unstable(rate)
+        return Latency(ttft, it, p99.ttft_p99_s, p99.tpot_p99_s, float(running), rate)
+
+    def _first_wave(self, clients: int, tpot_s: float) -> _Wave:
+        """Mean TTFT and TPOT of the requests sent together at the start, prefilled
+        first come, first served, one token budget at a time."""
+        admitted = min(clients, self.max_running)
+        total = round(self.isl)
+        budget = self.limits.token_budget
+        ends: list[float] = []  # iteration end times
+        firsts: list[int] = []  # iteration index of each admitted prompt's first token
+        t, decoding, prompt_done, current = 0.0, 0, 0, 0
+        while current < admitted:
+            room = max(1, budget - decoding)
+            tokens, pairs, finished = 0, 0.0, 0
+            while room > 0 and current < admitted:
+                chunk = min(room, total - prompt_done)
+                pairs += self.cost.chunk_pairs(prompt_done, chunk)
+                tokens, room, prompt_done = tokens + chunk, room - chunk, prompt_done + chunk
+                if prompt_done == total:
+                    finished, current, prompt_done = finished + 1, current + 1, 0
+            t += float(self.cost.iteration_s(decoding, self._context(decoding), tokens, pairs))
+            ends.append(t)
+            firsts.extend([len(ends) - 1] * finished)
+            decoding += finished
+        ttfts = [ends[j] + self.ttft_fixed_s for j in firsts]
+        tpots = []
+        for j in firsts:
+            during = min(len(ends) - 1 - j, int(self.osl) - 1)  # tokens decoded while the wave prefills
+            slow = ends[j + during] - ends[j]
+            tpots.append((slow + (self.osl - 1 - during) * tpot_s) / max(1.0, self.osl - 1))
+        queued = clients - admitted  # wait for a running request to finish, then a steady prompt
+        if queued:
+            later = t + (self.osl - 1) * tpot_s + self.prompt(admitted).latency_s
+            ttfts += [later] * queued
+            tpots += [tpot_s] * queued
+        return _Wave(ttfts, tpots)
+
+
+@dataclass(frozen=True)
+class _Wave:
+    ttfts_s: list[float]
+    tpots_s: list[float]
+
+    @property
+    def mean_ttft_s(self) -> float:
+        return sum(self.ttfts_s) / len(self.ttfts_s)
+
+    @property
+    def mean_tpot_s(self) -> float:
+        return sum(self.tpots_s) / len(self.tpots_s)
+
+
+def _quantile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _md1_wait_mean(rate: float, service_s: float, cap: float = 0.999) -> float:
+    rho = min(rate * service_s, cap)
+    return rho * service_s / (2 * (1 - rho)) if rho > 0 else 0.0
+
+
+def _md1_wait_quantile(rate: float, service_s: float, q: float) -> float:
+    """Waiting time an M/D/1 queue exceeds with probability ``1 - q``: the tail
+    ``P(W > t) ~ rho exp(-theta t)``, ``theta`` the positive root of
+    ``rate (exp(theta D) - 1) = theta``."""
+    rho = rate * service_s
+    if rho <= 0 or rho <= 1 - q:
+        return 0.0
+    if rho >= 1:
+        return math.inf
+    lo, hi = 0.0, 1.0 / service_s
+    while rate * math.expm1(hi * service_s) < hi:  # grow until the root is bracketed
+        hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if rate * math.expm1(mid * service_s) < mid:
+            lo = mid
+        else:
+            hi = mid
+    theta = (lo + hi) / 2
+    return math.log(rho / (1 - q)) / theta
