@@ -170,7 +170,10 @@ class Load:
             rho = min(rate * p.extra_s, 0.95)
             new_it = self.decode_iteration_s(running) / (1 - rho)
             queued = (clients - running) / rate if clients > running else 0.0
-            new_ttft = new_it / 2 + _md1_wait_mean(rate, p.extra_s, cap=0.95) + p.latency_s + queued
+            # a client's prompt meets the other clients' work only: none when it is alone
+            others = (min(clients, running) - 1) / max(1, min(clients, running))
+            wait = others * (new_it / 2 + _md1_wait_mean(rate, p.extra_s, cap=0.95))
+            new_ttft = wait + p.latency_s + queued
             if abs(new_it - it) < 1e-7 and abs(new_ttft - ttft) < 1e-6:
                 break
             it, ttft = new_it, new_ttft

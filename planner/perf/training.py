@@ -50,6 +50,9 @@ class TrainingEstimate:
     memory_per_gpu_gb: float = 0.0
     scaling: float = 0.0
     goodput: float = 1.0
+    steady_days: float = 0.0  # at the steady-state step rate, before failures and restarts
+    steady_tokens_per_s: float = 0.0  # the whole job's, steady state
+    goodput_tokens_per_s: float = 0.0  # averaged over wall time: steady x goodput
     factors: dict[str, float | str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -141,11 +144,15 @@ def estimate_training(
     share = scaling(q, t)
     achieved = q.gpu.tflops_dense[compute] * 1e12 * mfu * share
     # wall time: steady-state steps plus what failures, restarts and checkpoints cost
-    days = flops / (q.gpus * achieved) / _SECONDS_PER_DAY / t.goodput
+    steady_s = flops / (q.gpus * achieved)
+    days = steady_s / _SECONDS_PER_DAY / t.goodput
     return TrainingEstimate(
         fits=True,
         min_gpus=min_gpus,
         days=days,
+        steady_days=steady_s / _SECONDS_PER_DAY,
+        steady_tokens_per_s=q.tokens / steady_s,
+        goodput_tokens_per_s=q.tokens / steady_s * t.goodput,
         mfu=mfu * share,
         tflops_per_gpu=achieved / 1e12,
         total_flops=flops,

@@ -216,10 +216,13 @@ def _recompute(
 
 
 def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
-    """Recompute the replica at the service's mean sizes and the batch the plan claims."""
+    """Recompute the replica at the service's mean sizes, sized as the options are: the largest
+    Poisson rate whose p99 latencies meet the service's targets."""
     if svc.model is None:
         return "a generic service has only measured replicas", (0.0, 0.0)
-    est, why = _recompute(svc, rep, catalog, svc.input_tokens, svc.output_tokens, concurrency=rep.batch)
+    est, why = _recompute(
+        svc, rep, catalog, svc.input_tokens, svc.output_tokens, tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms
+    )
     if est is None:
         return why, (0.0, 0.0)
     p99 = (est.ttft_p99_ms, est.tpot_p99_ms)
