@@ -22,6 +22,7 @@ from planner.commands.common import ProblemArg, err, out, user_errors
 from planner.commands.inputs import catalog, import_melange
 from planner.commands.perf import calibrate, estimate_inference_cmd, estimate_training_cmd
 from planner.commands.signals import exit_code, held, route
+from planner.commands.simulate import simulate
 from planner.commands.whatif import compare, whatif
 from planner.errors import OutOfTime
 
@@ -202,6 +203,7 @@ app.command()(catalog)
 app.command()(options)
 app.command()(whatif)
 app.command()(compare)
+app.command()(simulate)
 app.command()(calibrate)
 app.command("import-melange")(import_melange)
 estimate_app.command("inference")(estimate_inference_cmd)

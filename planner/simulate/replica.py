@@ -1,0 +1,230 @@
+"""One serving replica, iteration by iteration, as vLLM V1 schedules it with chunked prefill.
+
+Each iteration, in this order, within the engine's token budget:
+
+1. every running sequence past its prompt decodes one token (one budget token each);
+2. sequences whose prompt is partly prefilled continue it, first admitted first;
+3. waiting requests are admitted first come, first served while fewer than ``max_seqs``
+   sequences run and the KV cache has room for the request's prompt and output (reserved at
+   admission); their prompt chunks fill the budget left. The head of the queue blocks the
+   ones behind it. A request larger than the whole cache is admitted alone.
+
+A request's first token comes at the end of the iteration that completes its prompt, each
+later iteration gives one more, and it is done after ``output`` tokens (the first included).
+An idle replica starts an iteration when a request arrives; a request arriving during an
+iteration waits for its end (one arriving exactly at an iteration's end joins the next).
+
+Speed: between events nothing changes but the context, so a stretch of decode-only
+iterations up to the next finish is priced at once (``IterationCost.iteration_s`` on an
+array of contexts) and its end times summed in order (``np.cumsum``); an arrival cuts the
+stretch at the first iteration end at or after it (``searchsorted``). Iterations are summed
+in the same order as one at a time, so the times are the same to the last bit.
+
+The replica is driven from outside (``planner.simulate.fleet``): ``advance(t)`` runs every
+iteration that starts before ``t``; ``outstanding(t)`` counts requests not finished by
+``t``; ``add(rid, t)`` hands it a request arriving at ``t``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+
+import numpy as np
+
+from planner.perf.engine import Engine
+
+_IDLE, _GENERAL, _STRETCH = 0, 1, 2
+STRETCH_CHUNK = 128  # iterations priced at once; a longer stretch is priced in pieces
+
+
+class Requests:
+    """Sizes and outcomes of a simulation's requests, by request id (lists: fast to index)."""
+
+    def __init__(self, prompt: list[int], output: list[int]) -> None:
+        self.prompt = prompt
+        self.output = output
+        self.first = [math.nan] * len(prompt)  # time of the first token
+        self.finish = [math.nan] * len(prompt)  # time of the last token
+
+
+class Replica:
+    """One replica's scheduler state; see the module docstring."""
+
+    def __init__(self, engine: Engine, requests: Requests) -> None:
+        self.cost = engine.cost
+        self.token_budget = engine.limits.token_budget
+        self.max_seqs = engine.limits.max_seqs
+        self.kv_capacity = engine.limits.kv_capacity_tokens
+        self.req = requests
+        self.clock = 0.0  # end of the last iteration run (or when the replica went idle)
+        self.iterations = 0  # iterations run so far; the next one has this index
+        self.waiting: deque[int] = deque()
+        self.prefilling: list[list[int]] = []  # [request id, prompt tokens done], first admitted first
+        self.decoding: list[tuple[int, int]] = []  # heap of (index of the iteration it finishes in, id)
+        self.context = 0  # tokens of context the decoding sequences hold (prompt + generated)
+        self.kv_used = 0  # tokens reserved (prompt + output of every running sequence)
+        self.running = 0  # decoding + prefilling
+        self.assigned = 0
+        self.finished = 0
+        self.recent = 0  # requests that finished at `clock`
+        self.recent_ids: list[int] = []
+        self._state = _IDLE
+        self._ends: np.ndarray | None = None  # end times of the priced stretch
+        self._finishes = False  # the priced stretch ends with a finish
+        self.safe = math.inf  # advance(t) has nothing to run while t <= safe
+
+    # --- driven from outside -------------------------------------------------------
+
+    def outstanding(self, t: float) -> int:
+        """Requests assigned and not finished by ``t`` (after ``advance(t)``)."""
+        return self.assigned - self.finished + (self.recent if self.clock > t else 0)
+
+    def advance(self, t: float, stop_at_finish: bool = False) -> list[int]:
+        """Run every iteration that starts before ``t``; with ``stop_at_finish``, stop after
+        the first one in which requests finish and return their ids."""
+        while t > self.safe:
+            if self._state == _GENERAL:
+                self._general()
+            elif self._ends is None:
+                self._price_stretch()
+                continue
+            else:
+                self._run_stretch()
+            if stop_at_finish and self.recent:
+                return self.recent_ids
+        return []
+
+    def add(self, rid: int, t: float) -> None:
+        """A request arriving at ``t`` (``advance(t)`` first)."""
+        self.assigned += 1
+        if self._state == _STRETCH:
+            head = self.waiting[0] if self.waiting else rid
+            if self._blocked(head):  # it changes nothing until a request finishes
+                self.waiting.append(rid)
+                return
+            if self._ends is not None and self.clock < t:
+                self._cut(t)
+        elif self._state == _IDLE:
+            self.clock = max(self.clock, t)
+        self.waiting.append(rid)
+        self._plan()
+
+    def busy(self) -> bool:
+        return self._state != _IDLE
+
+    # --- the scheduler ---------------------------------------------------------------
+
+    def _blocked(self, rid: int) -> bool:
+        """Whether request ``rid``, at the head of the queue, cannot be admitted now."""
+        if self.running >= self.max_seqs or self.token_budget - len(self.decoding) <= 0:
+            return True
+        need = self.req.prompt[rid] + self.req.output[rid]
+        return self.running > 0 and self.kv_used + need > self.kv_capacity
+
+    def _plan(self) -> None:
+        """What runs next from `clock`: an iteration with prompt work, a decode-only stretch, or nothing."""
+        self._ends = None
+        if self.prefilling or (self.waiting and not self._blocked(self.waiting[0])):
+            self._state, self.safe = _GENERAL, self.clock
+        elif self.decoding:
+            self._state, self.safe = _STRETCH, self.clock
+        else:
+            self._state, self.safe = _IDLE, math.inf
+
+    def _general(self) -> None:
+        """One iteration with prompt chunks (and whatever decodes beside them)."""
+        req, cost = self.req, self.cost
+        decoding = len(self.decoding)
+        room = self.token_budget - decoding
+        tokens, pairs = 0, 0.0
+        completed: list[int] = []
+        for entry in self.prefilling:
+            if room <= 0:
+                break
+            rid, done = entry
+            chunk = min(room, req.prompt[rid] - done)
+            pairs += cost.chunk_pairs(done, chunk)
+            tokens, room, entry[1] = tokens + chunk, room - chunk, done + chunk
+            if entry[1] == req.prompt[rid]:
+                completed.append(rid)
+        while self.waiting and room > 0:
+            rid = self.waiting[0]
+            need = req.prompt[rid] + req.output[rid]
+            if self.running >= self.max_seqs or (self.running > 0 and self.kv_used + need > self.kv_capacity):
+                break
+            self.waiting.popleft()
+            self.running += 1
+            self.kv_used += need
+            chunk = min(room, req.prompt[rid])
+            pairs += cost.chunk_pairs(0, chunk)
+            tokens, room = tokens + chunk, room - chunk
+            self.prefilling.append([rid, chunk])
+            if chunk == req.prompt[rid]:
+                completed.append(rid)
+        end = self.clock + float(cost.iteration_s(decoding, float(self.context), tokens, pairs))
+        index = self.iterations
+        self.clock, self.iterations = end, index + 1
+        self.context += decoding
+        finished = self._pop_finished(index, end)
+        if completed:
+            self.prefilling = [e for e in self.prefilling if e[1] < req.prompt[e[0]]]
+            for rid in completed:
+                req.first[rid] = end
+                if req.output[rid] <= 1:
+                    self._finish(rid, end)
+                    finished.append(rid)
+                else:
+                    heapq.heappush(self.decoding, (index + req.output[rid] - 1, rid))
+                    self.context += req.prompt[rid] + 1
+        self.recent, self.recent_ids = len(finished), finished
+        self._plan()
+
+    def _price_stretch(self) -> None:
+        """Price the decode-only iterations up to the next finish (at most STRETCH_CHUNK)."""
+        decoding = len(self.decoding)
+        left = self.decoding[0][0] - self.iterations + 1
+        k = min(left, STRETCH_CHUNK)
+        contexts = self.context + decoding * np.arange(k, dtype=np.float64)
+        times = np.empty(k + 1)
+        times[0] = self.clock
+        times[1:] = self.cost.iteration_s(decoding, contexts)
+        np.cumsum(times, out=times)  # in order: the same sums as one iteration at a time
+        self._ends, self._finishes = times[1:], k == left
+        self.safe = float(times[k - 1])  # the last iteration's start
+
+    def _run_stretch(self) -> None:
+        assert self._ends is not None
+        k = len(self._ends)
+        self.iterations += k
+        self.context += len(self.decoding) * k
+        self.clock = float(self._ends[-1])
+        finished = self._pop_finished(self.iterations - 1, self.clock) if self._finishes else []
+        self.recent, self.recent_ids = len(finished), finished
+        self._plan()
+
+    def _cut(self, t: float) -> None:
+        """Run the priced stretch's iterations up to the first that ends at or after ``t``."""
+        assert self._ends is not None
+        k = int(np.searchsorted(self._ends, t)) + 1
+        self.iterations += k
+        self.context += len(self.decoding) * k
+        self.clock = float(self._ends[k - 1])
+        self.recent, self.recent_ids = 0, []
+
+    def _pop_finished(self, index: int, end: float) -> list[int]:
+        """Decoding sequences whose last token came in iteration ``index``, ending at ``end``."""
+        done: list[int] = []
+        while self.decoding and self.decoding[0][0] == index:
+            rid = heapq.heappop(self.decoding)[1]
+            self.context -= self.req.prompt[rid] + self.req.output[rid]
+            self._finish(rid, end)
+            done.append(rid)
+        return done
+
+    def _finish(self, rid: int, end: float) -> None:
+        self.req.finish[rid] = end
+        self.running -= 1
+        self.kv_used -= self.req.prompt[rid] + self.req.output[rid]
+        self.finished += 1
