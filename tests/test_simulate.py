@@ -326,3 +326,32 @@ def test_simulate_bad_input_exits_2(tmp_path: Path) -> None:
     assert code == 2 and "--problem" in text
     code, text = _simulate(str(plan), "--problem", str(ROOT / "problems" / "serve-70b.yaml"))
     assert code == 2 and "not a plan" in text
+
+
+def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> None:
+    """The event-driven router against a scan of every replica at every arrival."""
+    from planner.simulate.fleet import route_kinds
+    from planner.simulate.replica import Replica, Requests
+
+    rng = np.random.default_rng(11)
+    n = 600
+    times = poisson_times(150.0, n, rng)
+    inputs, outputs = rng.integers(1, 200, n), rng.integers(1, 40, n)
+    traffic = Traffic(times, inputs, outputs, np.zeros(n, dtype=np.int64))
+    kinds = [Kind(_engine(VaryingCost(), 64, 4, 700), 3), Kind(_engine(ConstantCost(0.004), 128, 8, 2000), 2)]
+    kind_of = route_kinds(traffic, [[0.6, 0.4]], rng)
+    fast = replay(kinds, traffic, kind_of)
+
+    requests = Requests(inputs.tolist(), outputs.tolist())
+    pools = [[Replica(k.engine, requests) for _ in range(k.count)] for k in kinds]
+    for rid, (t, kind) in enumerate(zip(times.tolist(), kind_of.tolist(), strict=True)):
+        for r in pools[kind]:
+            r.advance(t)
+        counts = [r.outstanding(t) for r in pools[kind]]
+        pools[kind][counts.index(min(counts))].add(rid, t)
+    for pool in pools:
+        for r in pool:
+            r.advance(math.inf)
+    assert np.array_equal(fast.first_s, np.array(requests.first))
+    assert np.array_equal(fast.finish_s, np.array(requests.finish))
+    assert 0.5 < (kind_of == 0).mean() < 0.7

@@ -8,6 +8,7 @@ a decode-only stretch stays one priced array however many arrivals pass by on ot
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.perf.engine import Engine
-from planner.simulate.replica import Replica, Requests
+from planner.simulate.replica import DecodeTimes, Replica, Requests
 from planner.simulate.traffic import Traffic
 
 
@@ -53,19 +54,57 @@ def replay(kinds: Sequence[Kind], traffic: Traffic, kind_of: np.ndarray, delay_s
     """Send every request through the router; ``delay_s``: fixed time before the engine sees
     it (API server, tokenizer)."""
     requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist())
-    pools = [[Replica(k.engine, requests) for _ in range(k.count)] for k in kinds]
+    pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     arrivals = traffic.send_s + delay_s
     for rid, (t, kind) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), strict=True)):
-        pool = pools[kind]
-        best, fewest = pool[0], math.inf
-        for r in pool:
-            if t > r.safe:
-                r.advance(t)
-            n = r.assigned - r.finished + (r.recent if r.clock > t else 0)  # Replica.outstanding, inlined
-            if n < fewest:
-                best, fewest = r, n
-        best.add(rid, t)
+        pools[kind].send(rid, t)
     for pool in pools:
-        for r in pool:
+        for r in pool.replicas:
             r.advance(math.inf)
     return Outcome(traffic.send_s, np.array(requests.first), np.array(requests.finish), kind_of)
+
+
+class _Pool:
+    """The replicas of one kind and what the router knows of them.
+
+    ``outstanding[i]`` is exact at the time of the last request sent. A replica only changes
+    when time passes its ``safe`` (then it is advanced) or when requests it finished at the
+    end of an iteration in progress become finished (then it is counted again); both are
+    events on one heap, so a request touches only the replicas that changed since the last.
+    """
+
+    def __init__(self, replicas: list[Replica]) -> None:
+        self.replicas = replicas
+        self.outstanding = [0] * len(replicas)
+        self.events: list[tuple[float, int, int]] = []  # (time, 0 count again at | 1 advance after, replica)
+        self.queued = [math.inf] * len(replicas)  # the `safe` each replica has on the heap
+
+    def send(self, rid: int, t: float) -> None:
+        events, queued, replicas = self.events, self.queued, self.replicas
+        while events:
+            when, advance, i = events[0]
+            if when > t or (when == t and advance):
+                break
+            heapq.heappop(events)
+            if advance:
+                if when != queued[i]:
+                    continue  # superseded
+                queued[i] = math.inf
+            r = replicas[i]
+            if t > r.safe:
+                r.advance(t)
+            self._refresh(i, t)
+        out = self.outstanding
+        i = out.index(min(out))  # fewest outstanding, lowest index
+        replicas[i].add(rid, t)
+        self._refresh(i, t)
+
+    def _refresh(self, i: int, t: float) -> None:
+        r = self.replicas[i]
+        ending = r.recent if r.clock > t else 0  # finishing at the end of an iteration in progress
+        self.outstanding[i] = r.assigned - r.finished + ending
+        if ending:
+            heapq.heappush(self.events, (r.clock, 0, i))
+        if r.safe != self.queued[i] and r.safe < math.inf:
+            self.queued[i] = r.safe
+            heapq.heappush(self.events, (r.safe, 1, i))

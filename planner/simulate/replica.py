@@ -15,10 +15,13 @@ An idle replica starts an iteration when a request arrives; a request arriving d
 iteration waits for its end (one arriving exactly at an iteration's end joins the next).
 
 Speed: between events nothing changes but the context, so a stretch of decode-only
-iterations up to the next finish is priced at once (``IterationCost.iteration_s`` on an
-array of contexts) and its end times summed in order (``np.cumsum``); an arrival cuts the
-stretch at the first iteration end at or after it (``searchsorted``). Iterations are summed
-in the same order as one at a time, so the times are the same to the last bit.
+iterations up to the next finish is priced at once and its end times summed in order
+(``np.cumsum``); an arrival cuts the stretch at the first iteration end at or after it
+(``searchsorted``). A decode-only iteration's time depends on the number of sequences and
+their context alone, so ``DecodeTimes`` prices it for a block of consecutive contexts with
+one ``IterationCost.iteration_s`` call on an array, and every replica of the kind reads its
+stretches from the block. Each iteration is priced by the same call on the same numbers and
+summed in the same order as one at a time, so the times are the same to the last bit.
 
 The replica is driven from outside (``planner.simulate.fleet``): ``advance(t)`` runs every
 iteration that starts before ``t``; ``outstanding(t)`` counts requests not finished by
@@ -36,7 +39,44 @@ import numpy as np
 from planner.perf.engine import Engine
 
 _IDLE, _GENERAL, _STRETCH = 0, 1, 2
-STRETCH_CHUNK = 128  # iterations priced at once; a longer stretch is priced in pieces
+
+
+class DecodeTimes:
+    """Seconds of a decode-only iteration by (sequences decoding, context tokens), shared by a
+    kind's replicas. A block of ``BLOCK`` consecutive contexts is priced with one call once
+    stretches have come to it ``REUSE`` times; until then each stretch is priced on its own."""
+
+    BLOCK = 4096
+    REUSE = 3
+    CHUNK = 128  # iterations of a stretch priced on its own at once
+    MAX_BLOCKS = 2048  # 64 MB of float64; beyond it the table starts again
+
+    def __init__(self, engine: Engine) -> None:
+        self.cost = engine.cost
+        self.blocks: dict[tuple[int, int], np.ndarray] = {}
+        self.seen: dict[tuple[int, int], int] = {}
+
+    def stretch(self, seqs: int, context: int, iterations: int) -> np.ndarray:
+        """Seconds of up to ``iterations`` decode-only iterations from ``context`` (growing by
+        ``seqs`` each); fewer when the stretch leaves the block of contexts it started in."""
+        index, offset = divmod(context, self.BLOCK)
+        key = (seqs, index)
+        times = self.blocks.get(key)
+        if times is None:
+            seen = self.seen.get(key, 0) + 1
+            self.seen[key] = seen
+            if seen < self.REUSE:
+                k = min(iterations, self.CHUNK)
+                contexts = np.arange(k, dtype=np.float64) * seqs + context
+                return np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), (k,))
+            if len(self.blocks) >= self.MAX_BLOCKS:
+                self.blocks.clear()
+                self.seen.clear()
+            contexts = np.arange(index * self.BLOCK, (index + 1) * self.BLOCK, dtype=np.float64)
+            times = np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), contexts.shape)
+            self.blocks[key] = times
+        k = min(iterations, (self.BLOCK - 1 - offset) // seqs + 1)
+        return times[offset : offset + seqs * k : seqs]
 
 
 class Requests:
@@ -52,8 +92,9 @@ class Requests:
 class Replica:
     """One replica's scheduler state; see the module docstring."""
 
-    def __init__(self, engine: Engine, requests: Requests) -> None:
+    def __init__(self, engine: Engine, requests: Requests, decode_times: DecodeTimes | None = None) -> None:
         self.cost = engine.cost
+        self.decode_times = decode_times or DecodeTimes(engine)
         self.token_budget = engine.limits.token_budget
         self.max_seqs = engine.limits.max_seqs
         self.kv_capacity = engine.limits.kv_capacity_tokens
@@ -182,14 +223,14 @@ class Replica:
         self._plan()
 
     def _price_stretch(self) -> None:
-        """Price the decode-only iterations up to the next finish (at most STRETCH_CHUNK)."""
+        """Price the decode-only iterations up to the next finish (or the end of a block of contexts)."""
         decoding = len(self.decoding)
         left = self.decoding[0][0] - self.iterations + 1
-        k = min(left, STRETCH_CHUNK)
-        contexts = self.context + decoding * np.arange(k, dtype=np.float64)
+        seconds = self.decode_times.stretch(decoding, self.context, left)
+        k = len(seconds)
         times = np.empty(k + 1)
         times[0] = self.clock
-        times[1:] = self.cost.iteration_s(decoding, contexts)
+        times[1:] = seconds
         np.cumsum(times, out=times)  # in order: the same sums as one iteration at a time
         self._ends, self._finishes = times[1:], k == left
         self.safe = float(times[k - 1])  # the last iteration's start
