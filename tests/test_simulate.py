@@ -355,3 +355,12 @@ def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> N
     assert np.array_equal(fast.first_s, np.array(requests.first))
     assert np.array_equal(fast.finish_s, np.array(requests.finish))
     assert 0.5 < (kind_of == 0).mean() < 0.7
+
+
+def test_round_robin_router_takes_the_replicas_in_turn() -> None:
+    engine = _engine(ConstantCost(0.01), budget=1000, max_seqs=1, kv=10**6)
+    n = 8
+    traffic = Traffic(np.zeros(n), np.full(n, 10), np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    for router in ("round-robin", "least-outstanding"):
+        out = replay([Kind(engine, 4)], traffic, np.zeros(n, dtype=np.int64), router=router)
+        assert out.first_s.tolist() == pytest.approx([0.01] * 4 + [0.02] * 4)

@@ -9,6 +9,8 @@ is not (or no plan exists), 2 for bad input.
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -37,20 +39,34 @@ def simulate(
     requests: Annotated[int, typer.Option("--requests", min=1, max=MAX_REQUESTS, help="requests per service")] = 30_000,
     seed: Annotated[int, typer.Option("--seed", min=0, help="random seed (arrivals, sizes, routing)")] = 0,
     json_path: Annotated[str | None, typer.Option("--json", help="write the results as JSON ('-' for stdout)")] = None,
+    router: Annotated[
+        str,
+        typer.Option(
+            "--router", help="within a replica kind: least-outstanding (fewest outstanding requests) or round-robin"
+        ),
+    ] = "least-outstanding",
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="worker processes, one service each (default: all cores)")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no terminal table")] = False,
 ) -> None:
     """Simulate a plan's serving fleet iteration by iteration: p50/p90/p99 latency per service and bucket."""
     from planner.report.files import check_writable, write_all
+    from planner.simulate.fleet import ROUTERS
     from planner.simulate.run import report_json, simulate_plan
 
+    if router not in ROUTERS:
+        raise InputError(f"unknown router {router!r}", key="--router", hint=f"one of {', '.join(ROUTERS)}")
     check_writable([], streams=[json_path])
     plan, loaded, catalog = _inputs(target, problem)
+    started = time.perf_counter()
     with err.status(f"simulating {requests:,} requests per service"):
-        results = simulate_plan(plan, loaded, catalog, requests, seed)
-    report = report_json(results, requests, seed)
+        results = simulate_plan(plan, loaded, catalog, requests, seed, workers or os.cpu_count() or 1, router)
+    seconds = time.perf_counter() - started
+    report = report_json(results, requests, seed, router)
     to_stdout = json_path == "-"
     if not quiet and not to_stdout:
-        print_results(results)
+        print_results(results, seconds)
     if json_path:
         with held():  # written whole or not at all
             write_all({json_path: json.dumps(report, indent=2) + "\n"})
@@ -120,7 +136,7 @@ def _ms(value: object) -> str:
     return "-" if value is None else f"{value:,.0f}" if isinstance(value, (int, float)) and value >= 100 else f"{value}"
 
 
-def print_results(results: list[ServiceResult]) -> None:
+def print_results(results: list[ServiceResult], seconds: float) -> None:
     from rich.markup import escape
 
     table = Table(title="Simulated latency (ms; p99 against target, analytic p99 the plan carried)")
@@ -153,6 +169,5 @@ def print_results(results: list[ServiceResult]) -> None:
                 verdict,
             )
     out.print(table)
-    seconds = sum(r.seconds for r in results)
     total = sum(int(r.row.get("requests") or 0) for r in results)
     out.print(f"{total:,} requests simulated in {seconds:.1f} s")

@@ -2,7 +2,10 @@
 
 Each request picks a replica kind by its bucket's route shares (a seeded draw), then, within
 the kind, the replica with the fewest outstanding requests at that moment (ties: the lowest
-index). Replicas run lazily: one is advanced only as far as the router needs to see it, so
+index), or with ``router="round-robin"`` the next replica of the kind in turn. (Fewest
+outstanding sends a burst of arrivals to the one replica that just finished requests, where
+their prompts queue behind each other: its TTFT tail is longer than round robin's.) Replicas
+run lazily: one is advanced only as far as the router needs to see it, so
 a decode-only stretch stays one priced array however many arrivals pass by on other replicas.
 """
 
@@ -50,14 +53,34 @@ def route_kinds(traffic: Traffic, routes: Sequence[Sequence[float]], rng: np.ran
     return np.minimum(kinds, table.shape[1] - 1)
 
 
-def replay(kinds: Sequence[Kind], traffic: Traffic, kind_of: np.ndarray, delay_s: float = 0.0) -> Outcome:
+ROUTERS = ("least-outstanding", "round-robin")
+
+
+def replay(
+    kinds: Sequence[Kind],
+    traffic: Traffic,
+    kind_of: np.ndarray,
+    delay_s: float = 0.0,
+    router: str = "least-outstanding",
+) -> Outcome:
     """Send every request through the router; ``delay_s``: fixed time before the engine sees
     it (API server, tokenizer)."""
+    if router not in ROUTERS:
+        raise ValueError(f"unknown router {router!r}")
     requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist())
     pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     arrivals = traffic.send_s + delay_s
-    for rid, (t, kind) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), strict=True)):
-        pools[kind].send(rid, t)
+    if router == "round-robin":
+        turn = [0] * len(pools)
+        for rid, (t, kind) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), strict=True)):
+            pool = pools[kind].replicas
+            r = pool[turn[kind]]
+            turn[kind] = (turn[kind] + 1) % len(pool)
+            r.advance(t)
+            r.add(rid, t)
+    else:
+        for rid, (t, kind) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), strict=True)):
+            pools[kind].send(rid, t)
     for pool in pools:
         for r in pool.replicas:
             r.advance(math.inf)

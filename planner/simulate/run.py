@@ -30,13 +30,15 @@ class ServiceResult:
     buckets: list[dict[str, Any]] = field(default_factory=list)
 
 
-def simulate_service(spec: ServiceSpec, requests: int, seed: int, stream: int = 0) -> ServiceResult:
+def simulate_service(
+    spec: ServiceSpec, requests: int, seed: int, stream: int = 0, router: str = "least-outstanding"
+) -> ServiceResult:
     """Replay ``requests`` Poisson requests at the spec's planned rate through its replicas."""
     start = time.perf_counter()
     rng = np.random.default_rng([seed, stream])
     traffic = poisson_traffic(spec.rate_per_s, requests, rng, spec.buckets, spec.trace)
     kinds = route_kinds(traffic, spec.routes, rng)
-    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s)
+    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router)
     lat = Latencies.of(outcome.send_s, outcome.first_s, outcome.finish_s, traffic.output_tokens)
     summary = lat.summary(spec.ttft_ms, spec.tpot_ms)
     row: dict[str, Any] = {
@@ -94,22 +96,36 @@ def skipped_result(s: Skipped) -> ServiceResult:
 
 
 def simulate_plan(
-    plan: Plan, loaded: LoadedProblem, catalog: Catalog, requests: int = 30_000, seed: int = 0
+    plan: Plan,
+    loaded: LoadedProblem,
+    catalog: Catalog,
+    requests: int = 30_000,
+    seed: int = 0,
+    workers: int = 1,
+    router: str = "least-outstanding",
 ) -> list[ServiceResult]:
-    """Every service of the plan, simulated at its peak planned rate (generic ones skipped)."""
-    results = []
-    for stream, spec in enumerate(service_specs(plan, loaded, catalog)):
-        if isinstance(spec, Skipped):
-            results.append(skipped_result(spec))
-        else:
-            results.append(simulate_service(spec, requests, seed, stream))
-    return results
+    """Every service of the plan, simulated at its peak planned rate (generic ones skipped);
+    services in ``workers`` processes (the same numbers however many)."""
+    from planner.executors import map_ordered
+
+    jobs = [(spec, requests, seed, stream, router) for stream, spec in enumerate(service_specs(plan, loaded, catalog))]
+    return map_ordered(_simulate_job, jobs, workers=min(workers, sum(not isinstance(j[0], Skipped) for j in jobs)))
 
 
-def report_json(results: list[ServiceResult], requests: int, seed: int) -> dict[str, Any]:
+def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str]) -> ServiceResult:
+    spec, requests, seed, stream, router = job
+    if isinstance(spec, Skipped):
+        return skipped_result(spec)
+    return simulate_service(spec, requests, seed, stream, router)
+
+
+def report_json(
+    results: list[ServiceResult], requests: int, seed: int, router: str = "least-outstanding"
+) -> dict[str, Any]:
     return {
         "services": [r.row for r in results],
         "requests_per_service": requests,
         "seed": seed,
+        "router": router,
         "holds": all(r.holds is not False for r in results),
     }
