@@ -26,10 +26,10 @@ catalog:
 {extra}
 inference:
   - name: chat
-    model: llama-3.1-70b
+    model: llama-3.1-8b
     precisions: [fp8, int4]
-    requests_per_s: 20
-    ttft_ms: 3000
+    requests_per_s: 100
+    ttft_ms: 1500
     tpot_ms: 60
 {body}
 """
@@ -66,7 +66,7 @@ def test_every_bucket_is_routed_whole_and_meets_its_targets(routed):
         assert sum(r.share for r in bucket.routes) == pytest.approx(1.0)
         for r in bucket.routes:
             assert (r.share * 20) == pytest.approx(round(r.share * 20))
-            assert r.ttft_ms <= 3000 and r.tpot_ms <= 60
+            assert r.ttft_ms <= 1500 and r.tpot_ms <= 60
 
 
 def test_routing_is_in_the_json(routed):

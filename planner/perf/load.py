@@ -56,7 +56,8 @@ class Load:
         self.engine, self.cost, self.limits = engine, engine.cost, engine.limits
         self.isl, self.osl = max(1.0, input_tokens), max(1.0, output_tokens)
         self.ttft_fixed_s = engine.ttft_overhead_s
-        per_seq = input_tokens + output_tokens
+        # engines allocate KV blocks as sequences grow (and preempt when out): hold the mean
+        per_seq = input_tokens + output_tokens / 2
         self.max_running = max(0, min(self.limits.max_seqs, int(self.limits.kv_capacity_tokens // per_seq)))
 
     # --- one iteration, one prompt -----------------------------------------------------
