@@ -1,7 +1,8 @@
 """How long `planner simulate` takes: every example plan, and a generated 40-service plan.
 
     python benchmarks/bench_simulate.py [--requests 30000] [--seed 0] [--no-large]
-                                        [--large-seed 7] [--time-limit S]
+                                        [--large-seed 7] [--time-limit S] [--workers 1]
+                                        [--router least-outstanding|round-robin]
 
 For each problems/*.yaml that has inference services (and a feasible plan), and for the
 problem benchmarks/generate.py writes (40 services, 15 jobs; solved first, as
@@ -22,7 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _simulate(label: str, loaded: object, requests: int, seed: int, time_limit: float | None) -> tuple[float, int]:
+def _simulate(
+    label: str, loaded: object, requests: int, seed: int, time_limit: float | None, workers: int, router: str
+) -> tuple[float, int]:
     from planner.context import prepare
     from planner.pipeline import plan_context
     from planner.simulate.run import simulate_plan
@@ -35,12 +38,13 @@ def _simulate(label: str, loaded: object, requests: int, seed: int, time_limit: 
         print(f"{label}: no feasible plan, skipped")
         return 0.0, 0
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    results = simulate_plan(plan, loaded, ctx.catalog, requests, seed)  # type: ignore[arg-type]
+    results = simulate_plan(plan, loaded, ctx.catalog, requests, seed, workers, router)  # type: ignore[arg-type]
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     simulated = sum(int(r.row.get("requests") or 0) for r in results)
     print(
         f"{label}: {len(results)} services, {simulated:,} requests in {wall:.2f} s wall ({cpu:.2f} s CPU), "
-        f"{simulated / max(wall, 1e-9):,.0f} requests/s; solve {solve_s:.1f} s (not counted)"
+        f"{simulated / max(wall, 1e-9):,.0f} requests/s ({workers} worker(s), {router}); "
+        f"solve {solve_s:.1f} s (not counted)"
     )
     for r in results:
         row = r.row
@@ -64,6 +68,8 @@ def main() -> None:
     ap.add_argument("--no-large", action="store_true", help="skip the generated 40-service plan")
     ap.add_argument("--large-seed", type=int, default=7, help="seed of benchmarks/generate.py")
     ap.add_argument("--time-limit", type=float, default=None, help="solver limit for the large problem")
+    ap.add_argument("--workers", type=int, default=1, help="worker processes (services in parallel)")
+    ap.add_argument("--router", default="least-outstanding", help="least-outstanding | round-robin")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
 
@@ -76,7 +82,7 @@ def main() -> None:
         loaded = load_problem(path)
         if not loaded.problem.inference:
             continue
-        wall, n = _simulate(path.name, loaded, args.requests, args.seed, None)
+        wall, n = _simulate(path.name, loaded, args.requests, args.seed, None, args.workers, args.router)
         total_wall, total_requests = total_wall + wall, total_requests + n
     if total_requests:
         print(
@@ -89,7 +95,8 @@ def main() -> None:
 
     text = yaml.safe_dump(generate(args.large_seed), sort_keys=False, width=120)
     loaded = loads_problem(text, f"large-s{args.large_seed}.yaml")
-    _simulate(f"generated large-s{args.large_seed}", loaded, args.requests, args.seed, args.time_limit)
+    label = f"generated large-s{args.large_seed}"
+    _simulate(label, loaded, args.requests, args.seed, args.time_limit, args.workers, args.router)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,9 @@ def _solve(path: Path) -> tuple[Plan, LoadedProblem, Catalog]:
 
 
 def _ms(value: object) -> str:
-    return "-" if value is None else f"{value:,.0f}" if isinstance(value, (int, float)) and value >= 100 else f"{value}"
+    if not isinstance(value, (int, float)):
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
 def print_results(results: list[ServiceResult], seconds: float) -> None:

@@ -59,6 +59,9 @@ def simulate_service(
         "year": spec.year,
         "replicas": {label: k.count for label, k in zip(spec.kind_labels, spec.kinds, strict=True)},
     }
+    for name in ("ttft", "tpot"):  # the check: analytic within 10% of simulated
+        sim, analytic = row[f"{name}_p99_ms"], row[f"analytic_{name}_p99_ms"]
+        row[f"{name}_p99_sim_over_analytic"] = round(sim / analytic, 4) if sim is not None and analytic else None
     holds = _holds(row, spec)
     row["holds"] = holds
     if spec.notes:
