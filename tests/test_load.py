@@ -61,11 +61,16 @@ def test_md1_mean_wait_and_tail() -> None:
     # Pollaczek-Khinchine for deterministic service: W = rho D / (2 (1 - rho))
     assert _md1_wait_mean(0.5, 1.0) == pytest.approx(0.5)
     assert _md1_wait_mean(0.8, 1.0) == pytest.approx(2.0)
-    # the tail root theta solves rate (e^(theta D) - 1) = theta; P(W > t) = rho e^(-theta t) at the quantile
+    # Cramer-Lundberg: P(W > t) = C exp(-theta t), theta > 0 solving rate (e^(theta D) - 1) = theta,
+    # C = (1 - rho) / (rate D e^(theta D) - 1); theta found here by Newton's method on its own
     rate, d = 0.8, 1.0
+    theta = 1.0
+    for _ in range(50):
+        f = rate * math.expm1(theta * d) - theta
+        theta -= f / (rate * d * math.exp(theta * d) - 1)
+    c = (1 - rate * d) / (rate * d * math.exp(theta * d) - 1)
     t99 = _md1_wait_quantile(rate, d, 0.99)
-    theta = math.log(0.8 / 0.01) / t99
-    assert rate * math.expm1(theta * d) == pytest.approx(theta, rel=1e-6)
+    assert c * math.exp(-theta * t99) == pytest.approx(0.01, rel=1e-6)
     assert _md1_wait_quantile(0.005, 1.0, 0.99) == 0.0  # busy less than 1% of the time: no wait at p99
 
 

@@ -56,6 +56,11 @@ class IterationCost:
         self._window = window
         self._full_layers = m.layers if window is None else (m.full_attention_layers or 0)
 
+    @property
+    def prefill_fixed_s(self) -> float:
+        """What an iteration pays once when it prefills anything, however many prompts."""
+        return self._prefill_fixed_s
+
     def _attended(self, context: Seconds) -> Seconds:
         """Cached tokens one new token attends to, summed over layers (windows capped)."""
         m = self._model

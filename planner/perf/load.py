@@ -47,6 +47,11 @@ class _Prompt:
     latency_s: float  # from the start of its first chunk to its first token
     extra_s: float  # iteration time it adds over decode-only iterations (the queue's service time)
     chunks: int
+    fixed_s: float = 0.0  # the part of extra_s an iteration pays once, shared by the prompts in it
+
+    def extra_shared_s(self, sharing: float) -> float:
+        """Its extra time when ``sharing`` prompts share each prefill iteration."""
+        return self.extra_s - self.fixed_s + self.fixed_s / max(1.0, sharing)
 
 
 class Load:
@@ -80,7 +85,12 @@ class Load:
             chunk = min(room, total - done)
             t = float(self.cost.iteration_s(b, context, chunk, self.cost.chunk_pairs(done, chunk)))
             latency, extra, done, chunks = latency + t, extra + t - base, done + chunk, chunks + 1
-        return _Prompt(latency_s=latency + self.ttft_fixed_s, extra_s=max(extra, 0.0), chunks=chunks)
+        return _Prompt(
+            latency_s=latency + self.ttft_fixed_s,
+            extra_s=max(extra, 0.0),
+            chunks=chunks,
+            fixed_s=min(max(extra, 0.0), chunks * self.cost.prefill_fixed_s),
+        )
 
     # --- Poisson arrivals --------------------------------------------------------------
 
@@ -89,7 +99,7 @@ class Load:
         batch, it = 1.0, self.decode_iteration_s(1)
         for _ in range(60):
             p = self.prompt(batch)
-            rho = rate * p.extra_s
+            rho = rate * p.extra_shared_s(self._sharing(rate, batch, p))
             if rho >= 1:
                 return self._unstable(rate)
             it = self.decode_iteration_s(batch) / (1 - rho)
@@ -100,14 +110,32 @@ class Load:
         if rate * (self.osl - 1) * it > self.max_running:
             return self._unstable(rate)
         p = self.prompt(batch)
-        wait_mean = _md1_wait_mean(rate, p.extra_s)
-        ttft = it / 2 + wait_mean + p.latency_s
-        ttft_p99 = it + _md1_wait_quantile(rate, p.extra_s, 0.99) + p.latency_s
-        met = rate * (self.osl - 1) * it  # prompts a request meets while it decodes
-        met_p99 = met + _P99_Z * math.sqrt(met)
         base = self.decode_iteration_s(batch)
-        tpot_p99 = base + met_p99 * p.extra_s / max(1.0, self.osl - 1)
+        sharing = self._sharing(rate, batch, p)
+        extra = p.extra_shared_s(sharing)
+        # Backlogged, the prompt queue is served an iteration at a time: a prompt costs its own
+        # work plus its share of the iteration it rides in (fixed costs, the decode part).
+        service = extra + base * p.chunks / sharing
+        if rate * service >= 1:
+            return self._unstable(rate)
+        ttft = it / 2 + _md1_wait_mean(rate, service) + p.latency_s
+        ttft_p99 = it + _md1_wait_quantile(rate, service, 0.99) + p.latency_s
+        # Prompts prefilled while a request decodes stretch its life, and a longer life meets
+        # more prompts: their count is generalized Poisson (Consul), seed rate x decode time,
+        # each prompt bringing rate x its extra work more.
+        met_p99 = _generalized_poisson_quantile(rate * (self.osl - 1) * base, rate * extra, 0.99)
+        tpot_p99 = base + met_p99 * extra / max(1.0, self.osl - 1)
         return Latency(ttft, it, ttft_p99, max(tpot_p99, it), batch, rate)
+
+    def _sharing(self, rate: float, batch: float, p: _Prompt) -> float:
+        """Prompts per prefill iteration: those arriving during one share the next (up to the budget)."""
+        one = p.extra_s + self.decode_iteration_s(batch) * p.chunks
+        return min(float(self.per_iteration(batch)), 1 + rate * one)
+
+    def per_iteration(self, batch: float) -> int:
+        """Whole prompts one iteration's token budget takes beside ``batch`` decoding sequences."""
+        room = self.limits.token_budget - max(0, round(batch))
+        return max(1, int(room // self.isl))
 
     def _unstable(self, rate: float) -> Latency:
         inf = math.inf
@@ -236,6 +264,26 @@ def _quantile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def _generalized_poisson_quantile(theta: float, lam: float, q: float) -> float:
+    """The ``q`` quantile of Consul's generalized Poisson distribution: the total progeny of a
+    Poisson(``theta``) seed when each member brings Poisson(``lam``) more (``lam`` < 1).
+    ``P(X = x) = theta (theta + x lam)^(x-1) exp(-theta - x lam) / x!``."""
+    if theta <= 0:
+        return 0.0
+    mean = theta / (1 - lam)
+    sd = math.sqrt(theta / (1 - lam) ** 3)
+    top = int(mean + 40 * sd + 50)
+    total, x = 0.0, 0
+    log_theta = math.log(theta)
+    while x <= top:
+        log_p = log_theta + (x - 1) * math.log(theta + x * lam) - theta - x * lam - math.lgamma(x + 1)
+        total += math.exp(log_p)
+        if total >= q:
+            return float(x)
+        x += 1
+    return float(top)
+
+
 def _md1_wait_mean(rate: float, service_s: float, cap: float = 0.999) -> float:
     rho = min(rate * service_s, cap)
     return rho * service_s / (2 * (1 - rho)) if rho > 0 else 0.0
@@ -243,7 +291,7 @@ def _md1_wait_mean(rate: float, service_s: float, cap: float = 0.999) -> float:
 
 def _md1_wait_quantile(rate: float, service_s: float, q: float) -> float:
     """Waiting time an M/D/1 queue exceeds with probability ``1 - q``: the tail
-    ``P(W > t) ~ rho exp(-theta t)``, ``theta`` the positive root of
+    ``P(W > t) ~ C exp(-theta t)``, ``theta`` the positive root of
     ``rate (exp(theta D) - 1) = theta``."""
     rho = rate * service_s
     if rho <= 0 or rho <= 1 - q:
@@ -260,4 +308,6 @@ def _md1_wait_quantile(rate: float, service_s: float, q: float) -> float:
         else:
             hi = mid
     theta = (lo + hi) / 2
-    return math.log(rho / (1 - q)) / theta
+    # Cramer-Lundberg constant of M/G/1: C = (1 - rho) / (rate D exp(theta D) - 1)
+    c = (1 - rho) / (rate * service_s * math.exp(theta * service_s) - 1)
+    return max(0.0, math.log(c / (1 - q)) / theta)
