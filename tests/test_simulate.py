@@ -364,3 +364,28 @@ def test_round_robin_router_takes_the_replicas_in_turn() -> None:
     for router in ("round-robin", "least-outstanding"):
         out = replay([Kind(engine, 4)], traffic, np.zeros(n, dtype=np.int64), router=router)
         assert out.first_s.tolist() == pytest.approx([0.01] * 4 + [0.02] * 4)
+
+
+def test_simulate_replays_a_mix_csv_trace(tmp_path: Path) -> None:
+    rows = [(100 + 7 * i % 300, 20 + 3 * i % 50) for i in range(40)] + [(3000 + i, 200) for i in range(10)]
+    (tmp_path / "requests.csv").write_text("input_tokens,output_tokens\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    problem = tmp_path / "p.yaml"
+    problem.write_text(
+        "name: traced\n"
+        "inference:\n"
+        "  - name: chat\n"
+        "    model: llama-3.1-8b\n"
+        "    precisions: [fp8]\n"
+        "    requests_per_s: 5\n"
+        "    ttft_ms: 5000\n"
+        "    tpot_ms: 200\n"
+        "    mix: {csv: requests.csv, input_edges: [1024], output_edges: [128], slices: 2}\n"
+    )
+    out = tmp_path / "sim.json"
+    code, text = _simulate(str(problem), "--requests", "1000", "--json", str(out), "--workers", "1")
+    service = json.loads(out.read_text())["services"][0]
+    assert code == (0 if service["holds"] else 1), text
+    buckets = {b["bucket"]: b for b in service["buckets"]}
+    assert set(buckets) == {"in1-1024_out1-128", "in1025-up_out129-up"}
+    # the trace is replayed in order, from the start again: 4 short requests to 1 long one
+    assert buckets["in1-1024_out1-128"]["requests"] == 800 and buckets["in1025-up_out129-up"]["requests"] == 200
