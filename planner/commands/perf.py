@@ -105,17 +105,51 @@ def calibrate(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: summaries and every row")] = False,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="write the report as Markdown tables")] = None,
+    aic: Annotated[
+        Path | None,
+        typer.Option(
+            "--aic",
+            help="also report against aiconfigurator's silicon rows (aic_silicon.csv, not shipped: give its path), "
+            "per model, GPU and concurrency band, beside a naive roofline",
+        ),
+    ] = None,
+    aic_markdown: Annotated[
+        Path | None, typer.Option("--aic-markdown", help="write the --aic report as Markdown (needs --aic)")
+    ] = None,
 ) -> None:
     """The performance model against published measurements: median and worst ratio per family."""
+    import datetime
+    import shlex
+
+    from planner.errors import InputError
+    from planner.perf.calibration import aic as aic_check
     from planner.perf.calibration import print_report, report_json, report_markdown, run_calibration
     from planner.report.files import check_writable, write_all
 
-    if markdown:
-        check_writable([markdown])
+    if aic_markdown and aic is None:
+        raise InputError("--aic-markdown needs --aic PATH (the aiconfigurator table to report against)")
+    outputs = [p for p in (markdown, aic_markdown) if p]
+    if outputs:
+        check_writable(outputs)
+    aic_report = None
+    if aic is not None:
+        aic_report = aic_check.run_aic(aic)  # a missing or malformed table stops here (exit 2)
     report = run_calibration(csv_path)
+    files: dict[str | Path, str | bytes] = {}
     if markdown:
-        write_all({markdown: report_markdown(report)})
+        files[markdown] = report_markdown(report)
+    if aic_markdown and aic_report is not None:
+        command = shlex.join(["planner", "calibrate", "--aic", str(aic), "--aic-markdown", str(aic_markdown)])
+        files[aic_markdown] = aic_check.markdown(aic_report, command, datetime.date.today())
+    if files:
+        write_all(files)
     if as_json:
-        sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
-    else:
-        print_report(report, out)
+        payload = report_json(report)
+        if aic_report is not None:
+            payload["aic"] = aic_check.report_json(aic_report)
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    print_report(report, out)
+    if aic_report is not None:
+        out.print()
+        aic_check.print_report(aic_report, out)
