@@ -84,7 +84,12 @@ class IterationCost:
             return context * self._kv_per_token
         return self._kv_per_token / self._model.layers * self._attended(context)
 
-    def prefill_s(self, tokens: int, pairs: float, alone: bool) -> float:
+    @property
+    def attention_dp(self) -> int:
+        """Attention data-parallel groups: prompts on different groups prefill side by side."""
+        return self._r.dp
+
+    def prefill_s(self, tokens: int, pairs: float, alone: bool, prompts: int = 1) -> float:
         """The prefill part: ``tokens`` prompt tokens with ``pairs`` attention pairs.
 
         ``alone``: no sequence decodes in the iteration, so the weights are read for the
@@ -92,19 +97,26 @@ class IterationCost:
         if tokens <= 0:
             return 0.0
         r = self._r
-        compute = r.prefill_compute_s(self._active_flops * tokens, self._prefill_pair_flops * pairs, tokens)
+        compute = r.prefill_compute_s(self._active_flops * tokens, self._prefill_pair_flops * pairs, tokens, prompts)
         if not alone:
             return compute
         return max(compute, r.weights.read(tokens) / r.bw)
 
     def iteration_s(
-        self, decode_seqs: int, context_tokens: Seconds, prefill_tokens: int = 0, prefill_pairs: float = 0.0
+        self,
+        decode_seqs: int,
+        context_tokens: Seconds,
+        prefill_tokens: int = 0,
+        prefill_pairs: float = 0.0,
+        prefill_prompts: int = 1,
     ) -> Seconds:
-        """One iteration; ``context_tokens`` may be an array (decode-only stretches)."""
+        """One iteration; ``context_tokens`` may be an array (decode-only stretches).
+        ``prefill_prompts``: how many prompts the prefill tokens belong to (with attention data
+        parallelism, prompts on different groups run side by side)."""
         r = self._r
         fixed = self._step_s + (self._prefill_fixed_s if prefill_tokens > 0 else 0.0)
         link = r.comm_s(decode_seqs + prefill_tokens)
-        pre = self.prefill_s(prefill_tokens, prefill_pairs, alone=decode_seqs <= 0)
+        pre = self.prefill_s(prefill_tokens, prefill_pairs, alone=decode_seqs <= 0, prompts=prefill_prompts)
         return self.decode_s(decode_seqs, context_tokens) + pre + link + fixed
 
     def chunk_pairs(self, done_tokens: int, chunk_tokens: int) -> float:

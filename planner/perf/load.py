@@ -81,10 +81,17 @@ class Load:
         context, base = self._context(b), self.decode_iteration_s(b)
         done, latency, extra, chunks = 0, 0.0, 0.0, 0
         total = round(self.isl)
+        groups = self.cost.attention_dp  # the queue's view: prompts spread over the attention groups
         while done < total:
             chunk = min(room, total - done)
-            t = float(self.cost.iteration_s(b, context, chunk, self.cost.chunk_pairs(done, chunk)))
-            latency, extra, done, chunks = latency + t, extra + t - base, done + chunk, chunks + 1
+            pairs = self.cost.chunk_pairs(done, chunk)
+            t = float(self.cost.iteration_s(b, context, chunk, pairs))
+            if groups > 1:
+                side_by_side = self.cost.iteration_s(b, context, chunk * groups, pairs * groups, groups)
+                extra += (float(side_by_side) - base) / groups
+            else:
+                extra += t - base
+            latency, done, chunks = latency + t, done + chunk, chunks + 1
         return _Prompt(
             latency_s=latency + self.ttft_fixed_s,
             extra_s=max(extra, 0.0),
@@ -220,14 +227,14 @@ class Load:
         t, decoding, prompt_done, current = 0.0, 0, 0, 0
         while current < admitted:
             room = max(1, budget - decoding)
-            tokens, pairs, finished = 0, 0.0, 0
+            tokens, pairs, finished, prompts = 0, 0.0, 0, 0
             while room > 0 and current < admitted:
                 chunk = min(room, total - prompt_done)
                 pairs += self.cost.chunk_pairs(prompt_done, chunk)
-                tokens, room, prompt_done = tokens + chunk, room - chunk, prompt_done + chunk
+                tokens, room, prompt_done, prompts = tokens + chunk, room - chunk, prompt_done + chunk, prompts + 1
                 if prompt_done == total:
                     finished, current, prompt_done = finished + 1, current + 1, 0
-            t += float(self.cost.iteration_s(decoding, self._context(decoding), tokens, pairs))
+            t += float(self.cost.iteration_s(decoding, self._context(decoding), tokens, pairs, prompts))
             ends.append(t)
             firsts.extend([len(ends) - 1] * finished)
             decoding += finished
