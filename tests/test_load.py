@@ -11,7 +11,8 @@ from planner.catalog import load_catalog
 from planner.perf.engine import Engine, EngineLimits
 from planner.perf.inference import InferenceQuery, _Replica, engine_for, estimate_inference
 from planner.perf.links import link_for
-from planner.perf.load import Load, _md1_wait_mean, _md1_wait_quantile
+from planner.perf.load import Load
+from planner.perf.queueing import mg1_wait_mean, mg1_wait_quantile
 from planner.perf.shapes import shape_of
 
 
@@ -59,8 +60,8 @@ def test_chunk_pairs_add_up_to_the_whole_prompt() -> None:
 
 def test_md1_mean_wait_and_tail() -> None:
     # Pollaczek-Khinchine for deterministic service: W = rho D / (2 (1 - rho))
-    assert _md1_wait_mean(0.5, 1.0) == pytest.approx(0.5)
-    assert _md1_wait_mean(0.8, 1.0) == pytest.approx(2.0)
+    assert mg1_wait_mean(0.5, [(1.0, 1.0)]) == pytest.approx(0.5)
+    assert mg1_wait_mean(0.8, [(1.0, 1.0)]) == pytest.approx(2.0)
     # Cramer-Lundberg: P(W > t) = C exp(-theta t), theta > 0 solving rate (e^(theta D) - 1) = theta,
     # C = (1 - rho) / (rate D e^(theta D) - 1); theta found here by Newton's method on its own
     rate, d = 0.8, 1.0
@@ -69,9 +70,9 @@ def test_md1_mean_wait_and_tail() -> None:
         f = rate * math.expm1(theta * d) - theta
         theta -= f / (rate * d * math.exp(theta * d) - 1)
     c = (1 - rate * d) / (rate * d * math.exp(theta * d) - 1)
-    t99 = _md1_wait_quantile(rate, d, 0.99)
+    t99 = mg1_wait_quantile(rate, [(1.0, d)], 0.99)
     assert c * math.exp(-theta * t99) == pytest.approx(0.01, rel=1e-6)
-    assert _md1_wait_quantile(0.005, 1.0, 0.99) == 0.0  # busy less than 1% of the time: no wait at p99
+    assert mg1_wait_quantile(0.005, [(1.0, 1.0)], 0.99) == 0.0  # busy less than 1% of the time: no wait at p99
 
 
 def test_one_client_waits_for_nothing() -> None:

@@ -51,7 +51,12 @@ class ConstantCost:
         self.d = d
 
     def iteration_s(
-        self, decode_seqs: int, context_tokens: float | np.ndarray, prefill_tokens: int = 0, prefill_pairs: float = 0.0
+        self,
+        decode_seqs: int,
+        context_tokens: float | np.ndarray,
+        prefill_tokens: int = 0,
+        prefill_pairs: float = 0.0,
+        prefill_prompts: int = 1,
     ) -> float | np.ndarray:
         return self.d + 0.0 * context_tokens
 
@@ -63,7 +68,12 @@ class VaryingCost:
     """An iteration time that depends on everything it is given (and not linearly on the context)."""
 
     def iteration_s(
-        self, decode_seqs: int, context_tokens: float | np.ndarray, prefill_tokens: int = 0, prefill_pairs: float = 0.0
+        self,
+        decode_seqs: int,
+        context_tokens: float | np.ndarray,
+        prefill_tokens: int = 0,
+        prefill_pairs: float = 0.0,
+        prefill_prompts: int = 1,
     ) -> float | np.ndarray:
         per_seq = context_tokens / max(decode_seqs, 1)
         return (
@@ -73,6 +83,7 @@ class VaryingCost:
             + np.minimum(per_seq, 50.0) * 1e-6
             + 5e-5 * prefill_tokens
             + 1e-7 * prefill_pairs
+            + 1e-5 * prefill_prompts
         )
 
     def chunk_pairs(self, done_tokens: int, chunk_tokens: int) -> float:
@@ -105,14 +116,14 @@ def naive(engine: Engine, times: list[float], inputs: list[int], outputs: list[i
             nxt += 1
         decoders = [s for s in running if s["done"] == inputs[s["id"]]]
         context = sum(inputs[s["id"]] + s["generated"] for s in decoders)
-        room, tokens, pairs = lim.token_budget - len(decoders), 0, 0.0
+        room, tokens, pairs, prompts = lim.token_budget - len(decoders), 0, 0.0, 0
         completed = []
         for s in running:
             if s["done"] < inputs[s["id"]] and room > 0:
                 chunk = min(room, inputs[s["id"]] - s["done"])
                 pairs += cost.chunk_pairs(s["done"], chunk)
                 s["done"] += chunk
-                tokens, room = tokens + chunk, room - chunk
+                tokens, room, prompts = tokens + chunk, room - chunk, prompts + 1
                 if s["done"] == inputs[s["id"]]:
                     completed.append(s)
         while waiting and room > 0:
@@ -124,12 +135,12 @@ def naive(engine: Engine, times: list[float], inputs: list[int], outputs: list[i
             kv += need
             chunk = min(room, inputs[rid])
             pairs += cost.chunk_pairs(0, chunk)
-            tokens, room = tokens + chunk, room - chunk
+            tokens, room, prompts = tokens + chunk, room - chunk, prompts + 1
             s = {"id": rid, "done": chunk, "generated": 0}
             running.append(s)
             if chunk == inputs[rid]:
                 completed.append(s)
-        t = t + float(cost.iteration_s(len(decoders), float(context), tokens, pairs))
+        t = t + float(cost.iteration_s(len(decoders), float(context), tokens, pairs, max(1, prompts)))
         for s in decoders + completed:
             s["generated"] += 1
             if s in completed:

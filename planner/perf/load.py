@@ -23,8 +23,9 @@ import math
 from dataclasses import dataclass
 
 from planner.perf.engine import Engine
-
-_P99_Z = 2.326  # standard normal 99th percentile
+from planner.perf.load_mix import MixState, RequestClass, mix_state
+from planner.perf.prompt import Prompt, prompt_cost
+from planner.perf.queueing import mg1_wait_mean
 
 
 @dataclass(frozen=True)
@@ -38,20 +39,6 @@ class Latency:
     batch: float
     requests_per_s: float
     stable: bool = True
-
-
-@dataclass(frozen=True)
-class _Prompt:
-    """What one prompt costs a replica that decodes ``batch`` sequences meanwhile."""
-
-    latency_s: float  # from the start of its first chunk to its first token
-    extra_s: float  # iteration time it adds over decode-only iterations (the queue's service time)
-    chunks: int
-    fixed_s: float = 0.0  # the part of extra_s an iteration pays once, shared by the prompts in it
-
-    def extra_shared_s(self, sharing: float) -> float:
-        """Its extra time when ``sharing`` prompts share each prefill iteration."""
-        return self.extra_s - self.fixed_s + self.fixed_s / max(1.0, sharing)
 
 
 class Load:
@@ -74,75 +61,24 @@ class Load:
         b = max(0, round(batch))
         return float(self.cost.iteration_s(b, self._context(b)))
 
-    def prompt(self, batch: float) -> _Prompt:
+    def prompt(self, batch: float) -> Prompt:
         """A prompt prefilled in chunks beside ``batch`` decoding sequences."""
-        b = max(0, round(batch))
-        room = max(1, self.limits.token_budget - b)
-        context, base = self._context(b), self.decode_iteration_s(b)
-        done, latency, extra, chunks = 0, 0.0, 0.0, 0
-        total = round(self.isl)
-        groups = self.cost.attention_dp  # the queue's view: prompts spread over the attention groups
-        while done < total:
-            chunk = min(room, total - done)
-            pairs = self.cost.chunk_pairs(done, chunk)
-            t = float(self.cost.iteration_s(b, context, chunk, pairs))
-            if groups > 1:
-                side_by_side = self.cost.iteration_s(b, context, chunk * groups, pairs * groups, groups)
-                extra += (float(side_by_side) - base) / groups
-            else:
-                extra += t - base
-            latency, done, chunks = latency + t, done + chunk, chunks + 1
-        return _Prompt(
-            latency_s=latency + self.ttft_fixed_s,
-            extra_s=max(extra, 0.0),
-            chunks=chunks,
-            fixed_s=min(max(extra, 0.0), chunks * self.cost.prefill_fixed_s),
-        )
+        return prompt_cost(self.engine, self.isl, batch, self._context(max(0, round(batch))))
 
     # --- Poisson arrivals --------------------------------------------------------------
 
     def poisson(self, rate: float) -> Latency:
         """Steady state at ``rate`` requests/s (Poisson); ``stable`` False when it cannot keep up."""
-        batch, it = 1.0, self.decode_iteration_s(1)
-        for _ in range(60):
-            p = self.prompt(batch)
-            rho = rate * p.extra_shared_s(self._sharing(rate, batch, p))
-            if rho >= 1:
-                return self._unstable(rate)
-            it = self.decode_iteration_s(batch) / (1 - rho)
-            new_batch = min(float(self.max_running), rate * (self.osl - 1) * it + rate * p.latency_s)
-            if abs(new_batch - batch) < 0.01:
-                break
-            batch = max(new_batch, 1.0)
-        if rate * (self.osl - 1) * it > self.max_running:
+        state = self.state(rate)
+        if state is None:
             return self._unstable(rate)
-        p = self.prompt(batch)
-        base = self.decode_iteration_s(batch)
-        sharing = self._sharing(rate, batch, p)
-        extra = p.extra_shared_s(sharing)
-        # Backlogged, the prompt queue is served an iteration at a time: a prompt costs its own
-        # work plus its share of the iteration it rides in (fixed costs, the decode part).
-        service = extra + base * p.chunks / sharing
-        if rate * service >= 1:
-            return self._unstable(rate)
-        ttft = it / 2 + _md1_wait_mean(rate, service) + p.latency_s
-        ttft_p99 = it + _md1_wait_quantile(rate, service, 0.99) + p.latency_s
-        # Prompts prefilled while a request decodes stretch its life, and a longer life meets
-        # more prompts: their count is generalized Poisson (Consul), seed rate x decode time,
-        # each prompt bringing rate x its extra work more.
-        met_p99 = _generalized_poisson_quantile(rate * (self.osl - 1) * base, rate * extra, 0.99)
-        tpot_p99 = base + met_p99 * extra / max(1.0, self.osl - 1)
-        return Latency(ttft, it, ttft_p99, max(tpot_p99, it), batch, rate)
+        tpot_p99 = state.tpot_quantile_s(0, 0.99)
+        return Latency(
+            state.ttft_s(0), state.iteration_s, state.ttft_quantile_s(0, 0.99), tpot_p99, state.batch, rate
+        )
 
-    def _sharing(self, rate: float, batch: float, p: _Prompt) -> float:
-        """Prompts per prefill iteration: those arriving during one share the next (up to the budget)."""
-        one = p.extra_s + self.decode_iteration_s(batch) * p.chunks
-        return min(float(self.per_iteration(batch)), 1 + rate * one)
-
-    def per_iteration(self, batch: float) -> int:
-        """Whole prompts one iteration's token budget takes beside ``batch`` decoding sequences."""
-        room = self.limits.token_budget - max(0, round(batch))
-        return max(1, int(room // self.isl))
+    def state(self, rate: float) -> MixState | None:
+        return mix_state(self.engine, [RequestClass(self.isl, self.osl, 1.0)], rate, self.max_running)
 
     def _unstable(self, rate: float) -> Latency:
         inf = math.inf
@@ -208,7 +144,7 @@ class Load:
             queued = (clients - running) / rate if clients > running else 0.0
             # a client's prompt meets the other clients' work only: none when it is alone
             others = (min(clients, running) - 1) / max(1, min(clients, running))
-            wait = others * (new_it / 2 + _md1_wait_mean(rate, p.extra_s, cap=0.95))
+            wait = others * (new_it / 2 + mg1_wait_mean(rate, [(1.0, p.extra_s)], cap=0.95))
             new_ttft = wait + p.latency_s + queued
             if abs(new_it - it) < 1e-7 and abs(new_ttft - ttft) < 1e-6:
                 break
@@ -269,52 +205,3 @@ class _Wave:
 def _quantile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
-def _generalized_poisson_quantile(theta: float, lam: float, q: float) -> float:
-    """The ``q`` quantile of Consul's generalized Poisson distribution: the total progeny of a
-    Poisson(``theta``) seed when each member brings Poisson(``lam``) more (``lam`` < 1).
-    ``P(X = x) = theta (theta + x lam)^(x-1) exp(-theta - x lam) / x!``."""
-    if theta <= 0:
-        return 0.0
-    mean = theta / (1 - lam)
-    sd = math.sqrt(theta / (1 - lam) ** 3)
-    top = int(mean + 40 * sd + 50)
-    total, x = 0.0, 0
-    log_theta = math.log(theta)
-    while x <= top:
-        log_p = log_theta + (x - 1) * math.log(theta + x * lam) - theta - x * lam - math.lgamma(x + 1)
-        total += math.exp(log_p)
-        if total >= q:
-            return float(x)
-        x += 1
-    return float(top)
-
-
-def _md1_wait_mean(rate: float, service_s: float, cap: float = 0.999) -> float:
-    rho = min(rate * service_s, cap)
-    return rho * service_s / (2 * (1 - rho)) if rho > 0 else 0.0
-
-
-def _md1_wait_quantile(rate: float, service_s: float, q: float) -> float:
-    """Waiting time an M/D/1 queue exceeds with probability ``1 - q``: the tail
-    ``P(W > t) ~ C exp(-theta t)``, ``theta`` the positive root of
-    ``rate (exp(theta D) - 1) = theta``."""
-    rho = rate * service_s
-    if rho <= 0 or rho <= 1 - q:
-        return 0.0
-    if rho >= 1:
-        return math.inf
-    lo, hi = 0.0, 1.0 / service_s
-    while rate * math.expm1(hi * service_s) < hi:  # grow until the root is bracketed
-        hi *= 2
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if rate * math.expm1(mid * service_s) < mid:
-            lo = mid
-        else:
-            hi = mid
-    theta = (lo + hi) / 2
-    # Cramer-Lundberg constant of M/G/1: C = (1 - rho) / (rate D exp(theta D) - 1)
-    c = (1 - rho) / (rate * service_s * math.exp(theta * service_s) - 1)
-    return max(0.0, math.log(c / (1 - q)) / theta)

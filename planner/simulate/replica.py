@@ -179,7 +179,7 @@ class Replica:
         req, cost = self.req, self.cost
         decoding = len(self.decoding)
         room = self.token_budget - decoding
-        tokens, pairs = 0, 0.0
+        tokens, pairs, prompts = 0, 0.0, 0  # prompts: attention-DP groups prefill them side by side
         completed: list[int] = []
         for entry in self.prefilling:
             if room <= 0:
@@ -187,7 +187,7 @@ class Replica:
             rid, done = entry
             chunk = min(room, req.prompt[rid] - done)
             pairs += cost.chunk_pairs(done, chunk)
-            tokens, room, entry[1] = tokens + chunk, room - chunk, done + chunk
+            tokens, room, entry[1], prompts = tokens + chunk, room - chunk, done + chunk, prompts + 1
             if entry[1] == req.prompt[rid]:
                 completed.append(rid)
         while self.waiting and room > 0:
@@ -200,11 +200,11 @@ class Replica:
             self.kv_used += need
             chunk = min(room, req.prompt[rid])
             pairs += cost.chunk_pairs(0, chunk)
-            tokens, room = tokens + chunk, room - chunk
+            tokens, room, prompts = tokens + chunk, room - chunk, prompts + 1
             self.prefilling.append([rid, chunk])
             if chunk == req.prompt[rid]:
                 completed.append(rid)
-        end = self.clock + float(cost.iteration_s(decoding, float(self.context), tokens, pairs))
+        end = self.clock + float(cost.iteration_s(decoding, float(self.context), tokens, pairs, max(1, prompts)))
         index = self.iterations
         self.clock, self.iterations = end, index + 1
         self.context += decoding
