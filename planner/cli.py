@@ -67,6 +67,13 @@ def solve(
         Path | None,
         typer.Option("--keep", help="a previous plan (--json): its servers and racks are already bought and stay"),
     ] = None,
+    no_simulate: Annotated[
+        bool, typer.Option("--no-simulate", help="skip checking the plan's serving latency by simulation")
+    ] = False,
+    size_by_simulation: Annotated[
+        bool,
+        typer.Option("--size-by-simulation", help="add replicas to services whose simulated p99 breaks a target"),
+    ] = False,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
     from planner.optimize.solve import run_budget
@@ -81,6 +88,9 @@ def solve(
     check_writable(files)
     with run_budget(time_limit, alarm=True):  # the time limit bounds the whole run, not each solve
         plan, ctx = _plan(problem, keep, why_not, time_limit)
+    if not no_simulate and plan.status != "infeasible":
+        plan, ctx = _simulate(ctx, plan, size_by_simulation)
+    with run_budget(time_limit, alarm=True):
         if plan.status != "infeasible" and (explain_plan or why_not):
             _explain(ctx, plan, time_limit, why_not)
     to_stdout = json_path == "-"
@@ -119,6 +129,17 @@ def _plan(
         if gpu.lower() != "all":
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
     return plan_context(ctx, time_limit), ctx
+
+
+def _simulate(ctx: Context, plan: Plan, size: bool) -> tuple[Plan, Context]:
+    """Check the plan's serving latency by simulation (and with ``size``, add replicas until it holds)."""
+    import os
+
+    from planner.simulate.check import check_by_simulation
+
+    services = sum(s.model is not None for s in ctx.problem.inference)
+    with err.status("checking serving latency by simulation"):
+        return check_by_simulation(ctx, plan, size, workers=max(1, min(os.cpu_count() or 1, services)))
 
 
 def _explain(ctx: Context, plan: Plan, time_limit: float | None, why_not: list[str] | None) -> None:

@@ -42,9 +42,10 @@ def simulate(
     router: Annotated[
         str,
         typer.Option(
-            "--router", help="within a replica kind: least-outstanding (fewest outstanding requests) or round-robin"
+            "--router",
+            help="within a replica kind: random (Poisson per replica, as planned), least-outstanding or round-robin",
         ),
-    ] = "least-outstanding",
+    ] = "random",
     workers: Annotated[
         int | None, typer.Option("--workers", min=1, help="worker processes, one service each (default: all cores)")
     ] = None,

@@ -20,6 +20,7 @@ example plans' p99s are checked against it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.perf.engine import Engine
@@ -72,13 +73,13 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
     steps = sum(c.share * max(0.0, c.output_tokens - 1) for c in cls)
     held = sum(c.share * max(0.0, c.output_tokens - 1) * (c.input_tokens + c.output_tokens / 2) for c in cls)
     per_seq = held / steps if steps > 0 else sum(c.share * c.input_tokens for c in cls)
-    batch, it = 1.0, 0.0
+    batch, it, sharing = 1.0, 0.0, 1.0
     prompts: tuple[Prompt, ...] = ()
     for _ in range(60):
         context = batch * per_seq
         base = float(engine.cost.iteration_s(max(0, round(batch)), context))
-        prompts = tuple(prompt_cost(engine, c.input_tokens, batch, context) for c in cls)
-        sharing = _sharing(engine, cls, prompts, rate, batch, base)
+        prompts = tuple(prompt_cost(engine, c.input_tokens, batch, context, sharing) for c in cls)
+        sharing = _sharing(engine, cls, rate, batch, max(it, base))
         extra = sum(c.share * p.extra_shared_s(sharing) for c, p in zip(cls, prompts, strict=True))
         if rate * extra >= 1:
             return None
@@ -99,13 +100,13 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
     return MixState(rate, cls, prompts, it, base, batch, services, extra, (sharing - 1) * work)
 
 
-def _sharing(
-    engine: Engine, cls: tuple[RequestClass, ...], prompts: tuple[Prompt, ...], rate: float, batch: float, base: float
-) -> float:
-    """Prompts per prefill iteration: those arriving during one share the next, as many as the
-    token budget takes."""
+def _sharing(engine: Engine, cls: tuple[RequestClass, ...], rate: float, batch: float, iteration_s: float) -> float:
+    """Prompts per prefill iteration: those that arrived during the iteration before (at least
+    one, else there is no prefill), ``x / (1 - exp(-x))`` for ``x = rate x iteration``, as many
+    as the token budget takes."""
     mean_input = sum(c.share * c.input_tokens for c in cls)
     room = engine.limits.token_budget - max(0, round(batch))
     fit = max(1, int(room // max(1.0, mean_input)))
-    one = sum(c.share * (p.extra_s + base * p.chunks) for c, p in zip(cls, prompts, strict=True))
-    return min(float(fit), 1 + rate * one)
+    x = rate * iteration_s
+    arrived = x / -math.expm1(-x) if x > 1e-9 else 1.0
+    return min(float(fit), arrived)

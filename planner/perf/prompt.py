@@ -21,32 +21,35 @@ class Prompt:
         return self.extra_s - self.fixed_s + self.fixed_s / max(1.0, sharing)
 
 
-def prompt_cost(engine: Engine, input_tokens: float, batch: float, context_tokens: float) -> Prompt:
+def prompt_cost(
+    engine: Engine, input_tokens: float, batch: float, context_tokens: float, together: float = 1.0
+) -> Prompt:
     """A prompt of ``input_tokens`` prefilled in chunks of the token budget left beside ``batch``
-    sequences decoding with ``context_tokens`` between them. With attention data parallelism the
-    queue sees prompts on different groups prefill side by side (its extra time per prompt),
-    while one prompt's own latency runs on its group alone."""
+    sequences decoding with ``context_tokens`` between them, ``together`` prompts per prefill
+    iteration on average. Its own latency runs alone (on one attention group when the replica
+    runs attention data-parallel); the extra time it adds to iterations is its share of an
+    iteration prefilling ``together`` prompts, side by side on as many attention groups."""
     cost = engine.cost
     b = max(0, round(batch))
     room = max(1, engine.limits.token_budget - b)
     base = float(cost.iteration_s(b, context_tokens))
-    done, latency, extra, chunks = 0, 0.0, 0.0, 0
+    fixed = cost.prefill_fixed_s
+    side = max(1, min(cost.attention_dp, round(together)))
+    done, latency, work, chunks = 0, 0.0, 0.0, 0
     total = max(1, round(input_tokens))
-    groups = cost.attention_dp
     while done < total:
         chunk = min(room, total - done)
         pairs = cost.chunk_pairs(done, chunk)
-        t = float(cost.iteration_s(b, context_tokens, chunk, pairs))
-        if groups > 1:
-            side_by_side = cost.iteration_s(b, context_tokens, chunk * groups, pairs * groups, groups)
-            extra += (float(side_by_side) - base) / groups
+        latency += float(cost.iteration_s(b, context_tokens, chunk, pairs))
+        if side > 1:
+            shared = float(cost.iteration_s(b, context_tokens, chunk * side, pairs * side, side))
         else:
-            extra += t - base
-        latency, done, chunks = latency + t, done + chunk, chunks + 1
-    extra = max(extra, 0.0)
+            shared = float(cost.iteration_s(b, context_tokens, chunk, pairs))
+        work += max(0.0, shared - base - fixed) / side
+        done, chunks = done + chunk, chunks + 1
     return Prompt(
         latency_s=latency + engine.ttft_overhead_s,
-        extra_s=extra,
+        extra_s=work + chunks * fixed,
         chunks=chunks,
-        fixed_s=min(extra, chunks * cost.prefill_fixed_s),
+        fixed_s=chunks * fixed,
     )

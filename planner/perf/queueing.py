@@ -26,7 +26,8 @@ def mg1_wait_mean(rate: float, services: Services, cap: float = 0.999) -> float:
 def mg1_wait_quantile(rate: float, services: Services, q: float) -> float:
     """The wait exceeded with probability ``1 - q``: the exponential tail
     ``P(W > t) ~ C exp(-theta t)`` (Cramer-Lundberg), ``theta`` the positive root of
-    ``rate (E[exp(theta S)] - 1) = theta`` and ``C = (1 - rho) / (rate E[S exp(theta S)] - 1)``."""
+    ``rate (E[exp(theta S)] - 1) = theta`` and ``C = (1 - rho) / (rate E[S exp(theta S)] - 1)``
+    (at most ``rho``)."""
     rho = utilisation(rate, services)
     if rho <= 0:
         return 0.0
@@ -44,7 +45,8 @@ def mg1_wait_quantile(rate: float, services: Services, q: float) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if excess(mid) < 0 else (lo, mid)
     theta = (lo + hi) / 2
-    c = (1 - rho) / (rate * sum(p * s * math.exp(theta * s) for p, s in services) - 1)
+    # never above P(W > 0) = rho: an arrival finds the queue busy with that probability
+    c = min(rho, (1 - rho) / (rate * sum(p * s * math.exp(theta * s) for p, s in services) - 1))
     return max(0.0, math.log(c / (1 - q)) / theta) if c > 1 - q else 0.0
 
 

@@ -37,6 +37,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     _money(plan, console)
     _rent_vs_buy(plan, console)
     _limits(plan, console)
+    _simulation(plan, console)
     _advice(plan, console)
     if plan.explanations is not None:
         print_explanations(plan, console)
@@ -201,11 +202,32 @@ def _limits(plan: Plan, console: Console) -> None:
         console.print("tight: less than one purchase unit of slack; what loosening a limit saves: --explain.")
 
 
+def _simulation(plan: Plan, console: Console) -> None:
+    """The plan's services replayed request by request (``planner simulate``), against their targets."""
+    if not plan.simulation:
+        return
+    table = Table(title="Checked by simulation (p99, ms; analytic: the load model at the same load)")
+    for col in ("service", "requests", "TTFT p99", "analytic", "TPOT p99", "analytic", "within target", "verdict"):
+        table.add_column(col, justify="left" if col == "service" else "right")
+    for r in plan.simulation:
+        table.add_row(
+            markup(r.name),
+            f"{r.requests:,}",
+            "-" if r.ttft_p99_ms is None else f"{r.ttft_p99_ms:,.0f}",
+            f"{r.analytic_ttft_p99_ms:,.0f}",
+            "-" if r.tpot_p99_ms is None else f"{r.tpot_p99_ms:,.1f}",
+            f"{r.analytic_tpot_p99_ms:,.1f}",
+            f"{r.slo_attainment:.1%}",
+            "holds" if r.holds else "[bold red]misses[/bold red]",
+        )
+    console.print(table)
+
+
 def _advice(plan: Plan, console: Console) -> None:
-    """What a buyer should know about the parts (uncalibrated, end-of-life, long lead time)."""
+    """What a buyer should know: the parts (uncalibrated, end-of-life, long lead time), simulation."""
     if not plan.advice:
         return
-    console.print("[bold]Notes on the parts[/bold]")
+    console.print("[bold]Notes on the plan and its parts[/bold]")
     for row in plan.advice:
         money = "" if row.usd is None else f" ({_usd(row.usd)})"
         console.print(f"  - {markup(row.message)}{money}", emoji=False)

@@ -122,6 +122,22 @@ class AdviceRow(Out):
     usd: float | None = None  # the money at stake, where there is one
 
 
+class SimulationRow(Out):
+    """One service replayed through the plan's replicas (``planner simulate``'s row)."""
+
+    name: str
+    requests: int
+    ttft_p50_ms: float | None
+    ttft_p99_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p99_ms: float | None
+    e2e_p99_ms: float | None
+    slo_attainment: float
+    analytic_ttft_p99_ms: float
+    analytic_tpot_p99_ms: float
+    holds: bool
+
+
 class PurchaseRow(Out):
     category: str
     item: str
@@ -216,6 +232,7 @@ class Plan(Out):
     assumptions: dict[str, Any] = Field(default_factory=dict)
     rent_vs_buy: dict[str, dict[str, float]] = Field(default_factory=dict)
     advice: list[AdviceRow] = Field(default_factory=list)
+    simulation: list[SimulationRow] | None = None  # None: not simulated (--no-simulate, or no modelled service)
     diagnosis: Diagnosis | None = None
     explanations: Explanations | None = None
     verification: list[str] = Field(default_factory=list)

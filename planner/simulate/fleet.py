@@ -1,8 +1,10 @@
 """A service's replicas behind its router, replaying its traffic.
 
 Each request picks a replica kind by its bucket's route shares (a seeded draw), then, within
-the kind, the replica with the fewest outstanding requests at that moment (ties: the lowest
-index), or with ``router="round-robin"`` the next replica of the kind in turn. (Fewest
+the kind, by default a replica drawn alike (``random``: each replica then sees Poisson
+arrivals, the load the optimiser plans on), or the replica with the fewest outstanding
+requests at that moment (ties: the lowest index), or ``round-robin`` (the next replica of the
+kind in turn: smoother than Poisson, so its tails are shorter than planned). (Fewest
 outstanding sends a burst of arrivals to the one replica that just finished requests, where
 their prompts queue behind each other: its TTFT tail is longer than round robin's.) Replicas
 run lazily: one is advanced only as far as the router needs to see it, so
@@ -53,7 +55,7 @@ def route_kinds(traffic: Traffic, routes: Sequence[Sequence[float]], rng: np.ran
     return np.minimum(kinds, table.shape[1] - 1)
 
 
-ROUTERS = ("least-outstanding", "round-robin")
+ROUTERS = ("random", "least-outstanding", "round-robin")
 
 
 def replay(
@@ -61,7 +63,8 @@ def replay(
     traffic: Traffic,
     kind_of: np.ndarray,
     delay_s: float = 0.0,
-    router: str = "least-outstanding",
+    router: str = "random",
+    rng: np.random.Generator | None = None,
 ) -> Outcome:
     """Send every request through the router; ``delay_s``: fixed time before the engine sees
     it (API server, tokenizer)."""
@@ -70,7 +73,14 @@ def replay(
     requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist())
     pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     arrivals = traffic.send_s + delay_s
-    if router == "round-robin":
+    if router == "random":  # each request to a replica of its kind drawn alike: Poisson per replica
+        draw = (rng or np.random.default_rng(0)).random(len(arrivals))
+        for rid, (t, kind, u) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), draw.tolist(), strict=True)):
+            pool = pools[kind].replicas
+            r = pool[min(int(u * len(pool)), len(pool) - 1)]
+            r.advance(t)
+            r.add(rid, t)
+    elif router == "round-robin":
         turn = [0] * len(pools)
         for rid, (t, kind) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), strict=True)):
             pool = pools[kind].replicas

@@ -22,6 +22,7 @@ from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow
 from planner.schema.problem import InferenceService
+from planner.simulate.analytic import analytic_p99s
 from planner.simulate.fleet import Kind
 from planner.simulate.traffic import Bucket
 
@@ -42,9 +43,11 @@ class ServiceSpec:
     tpot_ms: float
     analytic_ttft_p99_ms: float
     analytic_tpot_p99_ms: float
-    bucket_analytic: list[tuple[float, float]]  # per bucket: (TTFT, TPOT) p99 the plan carried
+    bucket_analytic: list[tuple[float, float]]  # per bucket: (TTFT, TPOT) p99, the load model at this load
     delay_s: float  # fixed per request before the engine sees it
     notes: list[str]
+    planned_ttft_p99_ms: float = 0.0  # the plan's rows: at each kind's sizing rate (its capacity)
+    planned_tpot_p99_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def _spec(svc: InferenceService, row: InferenceRow, loaded: LoadedProblem, catal
         mean_in, mean_out = _mean_sizes(buckets, [r[k] for r in routes])
         kinds.append(Kind(_engine(svc, rep, catalog, mean_in, mean_out), rep.count))
     delay_s = catalog.efficiency.serving.ttft_overhead_ms / 1e3
+    kind_routes = [[r[k] for k in used] for r in routes]
+    service_p99, bucket_p99 = analytic_p99s(kinds, buckets, kind_routes, row.required_rps)
     return ServiceSpec(
         name=svc.name,
         rate_per_s=row.required_rps,
@@ -98,12 +103,14 @@ def _spec(svc: InferenceService, row: InferenceRow, loaded: LoadedProblem, catal
         trace=_trace(svc, loaded, buckets),
         kinds=kinds,
         kind_labels=[_label(row.replicas[k]) for k in used],
-        routes=[[r[k] for k in used] for r in routes],
+        routes=kind_routes,
         ttft_ms=svc.ttft_ms,
         tpot_ms=svc.tpot_ms,
-        analytic_ttft_p99_ms=max(_p99(row.replicas[k])[0] for k in used),
-        analytic_tpot_p99_ms=max(_p99(row.replicas[k])[1] for k in used),
-        bucket_analytic=_bucket_analytic(row, buckets),
+        analytic_ttft_p99_ms=service_p99[0],
+        analytic_tpot_p99_ms=service_p99[1],
+        bucket_analytic=bucket_p99,
+        planned_ttft_p99_ms=max(_p99(row.replicas[k])[0] for k in used),
+        planned_tpot_p99_ms=max(_p99(row.replicas[k])[1] for k in used),
         delay_s=delay_s,
         notes=notes,
     )
@@ -146,21 +153,6 @@ def _routes(svc: InferenceService, row: InferenceRow, buckets: list[Bucket]) -> 
             shares[r.replica] += r.share
         routes.append(shares)
     return routes
-
-
-def _bucket_analytic(row: InferenceRow, buckets: list[Bucket]) -> list[tuple[float, float]]:
-    """Per bucket, the p99s the plan carried: its route rows', else its replica kinds'."""
-    by_label = {b.bucket.lower(): b for b in row.routing}
-    out = []
-    for bucket in buckets:
-        route = by_label.get(bucket.label.lower())
-        if route is not None and route.routes:
-            live = [r for r in route.routes if r.share > 0] or route.routes
-            out.append((max(r.ttft_ms for r in live), max(r.tpot_ms for r in live)))
-        else:
-            live_reps = [r for r in row.replicas if r.count > 0] or row.replicas
-            out.append((max(_p99(r)[0] for r in live_reps), max(_p99(r)[1] for r in live_reps)))
-    return out
 
 
 def _mean_sizes(buckets: list[Bucket], shares: list[float]) -> tuple[int, int]:

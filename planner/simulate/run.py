@@ -31,14 +31,14 @@ class ServiceResult:
 
 
 def simulate_service(
-    spec: ServiceSpec, requests: int, seed: int, stream: int = 0, router: str = "least-outstanding"
+    spec: ServiceSpec, requests: int, seed: int, stream: int = 0, router: str = "random"
 ) -> ServiceResult:
     """Replay ``requests`` Poisson requests at the spec's planned rate through its replicas."""
     start = time.perf_counter()
     rng = np.random.default_rng([seed, stream])
     traffic = poisson_traffic(spec.rate_per_s, requests, rng, spec.buckets, spec.trace)
     kinds = route_kinds(traffic, spec.routes, rng)
-    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router)
+    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router, rng)
     lat = Latencies.of(outcome.send_s, outcome.first_s, outcome.finish_s, traffic.output_tokens)
     summary = lat.summary(spec.ttft_ms, spec.tpot_ms)
     row: dict[str, Any] = {
@@ -52,6 +52,8 @@ def simulate_service(
         "slo_attainment": summary["slo_attainment"],
         "analytic_ttft_p99_ms": spec.analytic_ttft_p99_ms,
         "analytic_tpot_p99_ms": spec.analytic_tpot_p99_ms,
+        "planned_ttft_p99_ms": spec.planned_ttft_p99_ms,
+        "planned_tpot_p99_ms": spec.planned_tpot_p99_ms,
         **{k: v for k, v in summary.items() if k.endswith(("p90_ms", "e2e_p50_ms"))},
         "ttft_target_ms": spec.ttft_ms,
         "tpot_target_ms": spec.tpot_ms,
@@ -105,7 +107,7 @@ def simulate_plan(
     requests: int = 30_000,
     seed: int = 0,
     workers: int = 1,
-    router: str = "least-outstanding",
+    router: str = "random",
 ) -> list[ServiceResult]:
     """Every service of the plan, simulated at its peak planned rate (generic ones skipped);
     services in ``workers`` processes (the same numbers however many)."""
@@ -123,7 +125,7 @@ def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str]) -> Serv
 
 
 def report_json(
-    results: list[ServiceResult], requests: int, seed: int, router: str = "least-outstanding"
+    results: list[ServiceResult], requests: int, seed: int, router: str = "random"
 ) -> dict[str, Any]:
     return {
         "services": [r.row for r in results],
