@@ -55,9 +55,10 @@ def test_routing_splits_a_mix_cheaper_than_any_single_kind(routed):
     assert routed.tco_usd < single.tco_usd
     (row,) = routed.inference
     short, long = row.routing
-    kinds_short = {row.replicas[r.replica].gpu for r in short.routes}
-    kinds_long = {row.replicas[r.replica].gpu for r in long.routes}
-    assert kinds_short != kinds_long  # the two sizes go to different cards
+    shares_short = {r.replica: r.share for r in short.routes}
+    shares_long = {r.replica: r.share for r in long.routes}
+    assert shares_short != shares_long  # the two sizes are not routed alike
+    assert len({row.replicas[r.replica].gpu for r in [*short.routes, *long.routes]}) >= 2
 
 
 def test_every_bucket_is_routed_whole_and_meets_its_targets(routed):

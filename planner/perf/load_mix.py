@@ -25,7 +25,13 @@ from dataclasses import dataclass
 
 from planner.perf.engine import Engine
 from planner.perf.prompt import Prompt, prompt_cost
-from planner.perf.queueing import generalized_poisson_quantile, mg1_wait_mean, mg1_wait_quantile
+from planner.perf.queueing import (
+    compound_quantile,
+    generalized_poisson_quantile,
+    mg1_wait_mean,
+    mg1_wait_quantile,
+    poisson_quantile,
+)
 
 
 @dataclass(frozen=True)
@@ -48,22 +54,35 @@ class MixState:
     services: tuple[tuple[float, float], ...]  # (share, seconds) in the prompt queue
     extra_s: float  # mean iteration time a prompt adds
     shared_s: float = 0.0  # other prompts' work in a prompt's own iteration (prompts arriving together)
+    packed: tuple[tuple[float, float], ...] = ()  # (share, seconds): the queue when a backlog packs the budget
+    work_s: float = 0.0  # a prompt's own prefill work (mean over classes), no fixed costs
+    extras: tuple[tuple[float, float], ...] = ()  # (share, seconds): each class's extra iteration time
 
     def ttft_s(self, j: int) -> float:
         wait = mg1_wait_mean(self.rate, self.services)
         return self.decode_s / 2 + wait + self.prompts[j].latency_s + self.shared_s
 
     def ttft_quantile_s(self, j: int, q: float) -> float:
-        # the decode iteration under way (a prefill one is the queue's), the wait, its own prefill
-        # and the prompts that arrived with it
-        wait = mg1_wait_quantile(self.rate, self.services, q)
-        return q * self.decode_s + wait + self.prompts[j].latency_s + self.shared_s
+        """The iteration under way, the wait behind a backlog (which packs prompts into full
+        token budgets), and the prompt's own iteration: its prefill plus the work of the prompts
+        that arrived with it (their count at the same quantile, Poisson over one iteration)."""
+        wait = mg1_wait_quantile(self.rate, self.packed, q)
+        others = poisson_quantile(self.rate * self.iteration_s, q)
+        return q * self.iteration_s + wait + self.prompts[j].latency_s + others * self.work_s
 
     def tpot_quantile_s(self, j: int, q: float) -> float:
+        """The decode iteration plus the prompts prefilled while the request decodes, spread over
+        its tokens. Their count is generalized Poisson (a long life meets more prompts); in a mix
+        each class's prompts add their own work (a long prompt's far more than a short one's)."""
         steps = max(1.0, self.classes[j].output_tokens - 1)
         seed = self.rate * steps * self.decode_s
-        met = generalized_poisson_quantile(seed, self.rate * self.extra_s, q)
-        return max(self.decode_s + met * self.extra_s / steps, self.iteration_s if q >= 0.5 else 0.0)
+        rho = min(self.rate * self.extra_s, 0.999)
+        if len(self.classes) == 1:
+            met = generalized_poisson_quantile(seed, rho, q) * self.extra_s
+        else:
+            extras = [(c.share * seed, e) for c, (_, e) in zip(self.classes, self.extras, strict=True)]
+            met = compound_quantile(extras, rho, q)
+        return max(self.decode_s + met / steps, self.iteration_s if q >= 0.5 else 0.0)
 
 
 def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_running: int) -> MixState | None:
@@ -97,7 +116,13 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
     if rate * sum(s * t for s, t in services) >= 1:
         return None
     work = sum(c.share * (p.extra_s - p.fixed_s) for c, p in zip(cls, prompts, strict=True))
-    return MixState(rate, cls, prompts, it, base, batch, services, extra, (sharing - 1) * work)
+    room = engine.limits.token_budget - max(0, round(batch))
+    packed = tuple(
+        (c.share, p.extra_s - p.fixed_s + (p.fixed_s + base * p.chunks) / max(1, int(room // c.input_tokens)))
+        for c, p in zip(cls, prompts, strict=True)
+    )
+    extras = tuple((c.share, p.extra_shared_s(sharing)) for c, p in zip(cls, prompts, strict=True))
+    return MixState(rate, cls, prompts, it, base, batch, services, extra, (sharing - 1) * work, packed, work, extras)
 
 
 def _sharing(engine: Engine, cls: tuple[RequestClass, ...], rate: float, batch: float, iteration_s: float) -> float:

@@ -1,11 +1,14 @@
 """Queueing formulas the load model uses: M/G/1 waiting times (mean and tail) for a prompt
 queue whose service times are a mixture of fixed values, the generalized Poisson count of
-prompts a decoding request meets, and quantiles of a mixture of request groups."""
+prompts a decoding request meets (and the work they bring, class by class), and the p99 of a
+mixture of request groups."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+
+import numpy as np
 
 Services = Sequence[tuple[float, float]]  # (share of the prompts, service seconds)
 
@@ -70,34 +73,74 @@ def generalized_poisson_quantile(theta: float, lam: float, q: float) -> float:
     return float(top)
 
 
-Quantile = Callable[[float], float]
+def _generalized_poisson_pmf(theta: float, lam: float, top: int) -> list[float]:
+    out = []
+    for x in range(top + 1):
+        if theta <= 0:
+            out.append(1.0 if x == 0 else 0.0)
+            continue
+        log_p = math.log(theta) + (x - 1) * math.log(theta + x * lam) - theta - x * lam - math.lgamma(x + 1)
+        out.append(math.exp(log_p))
+    return out
 
 
-def mixture_quantile(groups: Sequence[tuple[float, Quantile]], q: float) -> float:
-    """The ``q`` quantile of requests drawn from groups (weight, quantile function): the ``t``
-    at which ``sum(w (1 - F(t))) = 1 - q``, each group's ``F`` inverted from its quantiles."""
-    live = [(w, f) for w, f in groups if w > 0]
-    total = sum(w for w, _ in live)
+def compound_quantile(classes: Sequence[tuple[float, float]], lam: float, q: float, bins: int = 4000) -> float:
+    """The ``q`` quantile of ``sum(value_c x N_c)``, ``N_c`` generalized Poisson(``theta_c``,
+    ``lam``) and independent, for classes (``theta_c``, ``value_c``): the extra work of the
+    prompts of each size a decoding request meets. Convolved on a grid of ``bins`` steps."""
+    live = [(t, v) for t, v in classes if t > 0 and v > 0]
     if not live:
         return 0.0
+    tops = [int(t / (1 - lam) + 12 * math.sqrt(t / (1 - lam) ** 3) + 20) for t, _ in live]
+    reach = sum(v * n for (_, v), n in zip(live, tops, strict=True))
+    step = reach / bins
+    total = np.zeros(1)
+    total[0] = 1.0
+    for (theta, value), top in zip(live, tops, strict=True):
+        pmf = _generalized_poisson_pmf(theta, lam, top)
+        grid = np.zeros(round(value * top / step) + 1)
+        for n, p in enumerate(pmf):
+            grid[round(value * n / step)] += p
+        total = np.convolve(total, grid)
+    cdf = np.cumsum(total)
+    k = int(np.searchsorted(cdf, q * cdf[-1]))
+    return k * step
 
-    def cdf(f: Quantile, t: float) -> float:
-        lo, hi = 0.0, 0.9999
-        if f(hi) <= t:
-            return 1.0
-        if f(lo) > t:
-            return 0.0
-        for _ in range(30):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) <= t else (lo, mid)
-        return lo
+
+def poisson_quantile(mean: float, q: float) -> float:
+    """The smallest ``k`` with ``P(Poisson(mean) <= k) >= q``."""
+    if mean <= 0:
+        return 0.0
+    k, term = 0, math.exp(-mean)
+    total = term
+    while total < q and k < 100_000:
+        k += 1
+        term *= mean / k
+        total += term
+    return float(k)
+
+
+def mixture_p99(groups: Sequence[tuple[float, float, float]]) -> float:
+    """The 99th percentile of requests drawn from groups (weight, mean, p99): each group's tail
+    taken as exponential through its mean (as the median) and its p99,
+    ``P(T > t) = 0.01 exp((p99 - t) / beta)``, ``beta = (p99 - mean) / ln 50``, and the weighted
+    tails summed to 1%."""
+    live = [(w, m, p) for w, m, p in groups if w > 0]
+    if not live:
+        return 0.0
+    if any(math.isinf(p) for _, _, p in live):
+        return math.inf
+    total = sum(w for w, _, _ in live)
 
     def tail(t: float) -> float:
-        return sum(w * (1 - cdf(f, t)) for w, f in live) / total
+        out = 0.0
+        for w, mean, p99 in live:
+            beta = max(p99 - mean, 1e-12) / math.log(50)
+            out += w * min(0.5 if t >= mean else 1.0, 0.01 * math.exp(min(50.0, (p99 - t) / beta)))
+        return out / total
 
-    lo = min(f(0.0) for _, f in live)
-    hi = max(f(0.9999) for _, f in live)
-    for _ in range(40):
+    lo, hi = min(m for _, m, _ in live), max(p for _, _, p in live)
+    for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if tail(mid) <= 1 - q else (mid, hi)
+        lo, hi = (lo, mid) if tail(mid) <= 0.01 else (mid, hi)
     return hi

@@ -4,15 +4,16 @@ The plan sizes each replica kind at the largest rate whose p99s meet the targets
 planned demand the kinds run below that. Here the load model (``planner.perf.load_mix``) is
 asked at the demand the plan routes to each kind, with the request sizes each kind really
 gets (a mix's buckets share replicas), and the service's p99 is the quantile of all its
-requests across kinds and buckets (``queueing.mixture_quantile``).
+requests across kinds and buckets (``queueing.mixture_p99``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from planner.perf.load_mix import MixState, RequestClass, mix_state
-from planner.perf.queueing import Quantile, mixture_quantile
+from planner.perf.queueing import mixture_p99
 from planner.simulate.fleet import Kind
 from planner.simulate.traffic import Bucket
 
@@ -40,25 +41,24 @@ def analytic_p99s(
         running = max(1, min(limits.max_seqs, int(limits.kv_capacity_tokens // per_seq)))
         states.append((mix_state(kind.engine, classes, rate_per_s * load / kind.count, running), mine))
 
-    def groups(which: str, only: int | None) -> list[tuple[float, Quantile]]:
-        out: list[tuple[float, Quantile]] = []
+    def groups(which: str, only: int | None) -> list[tuple[float, float, float]]:
+        out: list[tuple[float, float, float]] = []
         for k, (state, mine) in enumerate(states):
             for i, j in enumerate(mine):
                 if only is not None and j != only:
                     continue
-                out.append((buckets[j].share * routes[j][k], _quantile(state, i, which)))
+                out.append((buckets[j].share * routes[j][k], *_mean_p99(state, i, which)))
         return out
 
     def p99(only: int | None) -> P99:
-        g_ttft, g_tpot = groups("ttft", only), groups("tpot", only)
-        return 1e3 * mixture_quantile(g_ttft, 0.99), 1e3 * mixture_quantile(g_tpot, 0.99)
+        return 1e3 * mixture_p99(groups("ttft", only)), 1e3 * mixture_p99(groups("tpot", only))
 
     return p99(None), [p99(j) for j in range(len(buckets))]
 
 
-def _quantile(state: MixState | None, i: int, which: str) -> Quantile:
+def _mean_p99(state: MixState | None, i: int, which: str) -> tuple[float, float]:
     if state is None:
-        return lambda q: float("inf")
+        return math.inf, math.inf
     if which == "ttft":
-        return lambda q: state.ttft_quantile_s(i, q)
-    return lambda q: state.tpot_quantile_s(i, q)
+        return state.ttft_s(i), state.ttft_quantile_s(i, 0.99)
+    return state.iteration_s, state.tpot_quantile_s(i, 0.99)
