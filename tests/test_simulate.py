@@ -351,7 +351,7 @@ def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> N
     traffic = Traffic(times, inputs, outputs, np.zeros(n, dtype=np.int64))
     kinds = [Kind(_engine(VaryingCost(), 64, 4, 700), 3), Kind(_engine(ConstantCost(0.004), 128, 8, 2000), 2)]
     kind_of = route_kinds(traffic, [[0.6, 0.4]], rng)
-    fast = replay(kinds, traffic, kind_of)
+    fast = replay(kinds, traffic, kind_of, router="least-outstanding")
 
     requests = Requests(inputs.tolist(), outputs.tolist())
     pools = [[Replica(k.engine, requests) for _ in range(k.count)] for k in kinds]

@@ -89,9 +89,11 @@ class Load:
         b = self.max_running
         if b < 1:
             return 0.0
-        p = self.prompt(b)
+        # saturated, prompts queue: they fill the token budget together (on every attention group)
+        fit = max(1, int((self.limits.token_budget - b) // self.isl))
+        p = prompt_cost(self.engine, self.isl, b, self._context(b), together=max(fit, self.cost.attention_dp))
         # per request: osl - 1 decode iterations among b sequences, plus its prompt's extra work
-        per_request_s = (self.osl - 1) * self.decode_iteration_s(b) / b + p.extra_s
+        per_request_s = (self.osl - 1) * self.decode_iteration_s(b) / b + p.extra_shared_s(fit)
         return 1.0 / per_request_s
 
     def max_rate(self, ttft_p99_s: float | None, tpot_p99_s: float | None, utilisation: float) -> float:

@@ -228,6 +228,11 @@ def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) ->
     p99 = (est.ttft_p99_ms, est.tpot_p99_ms)
     if rep.rps_per_replica > est.planning_requests_per_s + 1e-6:
         return f"claims {rep.rps_per_replica} rps > {est.planning_requests_per_s:.3f}", p99
+    if rep.batch > est.max_batch_by_memory:
+        limit = est.max_batch_by_memory
+        return f"does not fit: concurrency {rep.batch} needs more KV cache than fits (at most {limit})", p99
+    if rep.batch != est.batch:
+        return f"claims a mean batch of {rep.batch} at {rep.rps_per_replica} rps, recomputed {est.batch}", p99
     if abs(rep.ttft_ms - est.ttft_p99_ms) > 0.01 or abs(rep.tpot_ms - est.tpot_p99_ms) > 0.01:
         return f"claims p99 TTFT/TPOT {rep.ttft_ms}/{rep.tpot_ms} ms, recomputed {p99[0]:.3f}/{p99[1]:.3f}", p99
     return "", p99
