@@ -113,7 +113,7 @@ class Load:
         if ok(ceiling):
             return ceiling
         lo, hi = ceiling * 1e-6, ceiling
-        for _ in range(40):
+        while hi - lo > 1e-3 * ceiling:  # a thousandth of the ceiling: below what a plan can tell apart
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
         return lo

@@ -44,7 +44,7 @@ def mg1_wait_quantile(rate: float, services: Services, q: float) -> float:
     lo, hi = 0.0, 1.0 / longest
     while excess(hi) < 0:  # grow until the root is bracketed
         hi *= 2
-    for _ in range(80):
+    while hi - lo > 1e-9 * hi:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if excess(mid) < 0 else (lo, mid)
     theta = (lo + hi) / 2
