@@ -377,11 +377,16 @@ def _routing(
 
 
 def _replica_rps(o: InferenceOption, routing: list[BucketRoute], index: int) -> float:
-    """A mix replica's capacity for the traffic routed to it: its requests per unit of its time."""
+    """A mix replica's capacity for the traffic routed to it: its requests per unit of its time
+    (slower when it serves more than one bucket: ``InferenceOption.colocated_factor``)."""
     rps = busy = 0.0
+    served = 0
     for k, bucket in enumerate(routing):
-        for r in bucket.routes:
-            if r.replica == index:
-                rps += r.rps
-                busy += r.rps / o.bucket_rps(k)
+        mine = [r for r in bucket.routes if r.replica == index]
+        served += bool(mine)
+        for r in mine:
+            rps += r.rps
+            busy += r.rps / o.bucket_rps(k)
+    if served > 1:
+        busy /= max(o.colocated_factor, 1e-9)  # the model keeps buckets apart where it is 0
     return round(rps / busy, 3) if busy else 0.0

@@ -87,11 +87,14 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
                 coef[(i, k, y)] = slice_load(rate * bucket.share, slices, per)
                 terms.append((coef[(i, k, y)], z))
             most = sum(c * slices for c, _ in terms)
+            if o.colocated_factor < 1:
+                most = math.ceil(most / max(o.colocated_factor, 1e-3))
             r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + svc.spare_replicas, f"replicas[{w.name}#{i}@{y}]")
             load = sum(c * z for c, z in terms)
             m.add(load <= LOAD_PER_REPLICA * r).with_name(f"service:{w.name}:load#{i}@{y}")
             rs.append(r)
         reps.append((o, rs))
+        _colocation(b, w.name, i, o, routes, coef, rs, slices)
     b.serve[w.name] = reps
     b.routes[w.name] = routes
     b.serve_rates[w.name] = (u.rps_up(demand[-1]), svc.spare_replicas, [])
@@ -107,6 +110,40 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
             m.add(LOAD_PER_REPLICA * total >= busy + LOAD_PER_REPLICA * svc.spare_replicas).with_name(
                 f"service:{w.name}:spare@{y}"
             )
+
+
+def _colocation(
+    b: Built,
+    name: str,
+    i: int,
+    o: InferenceOption,
+    routes: dict[tuple[int, int, int], cp_model.IntVar],
+    coef: dict[tuple[int, int, int], int],
+    rs: list[cp_model.IntVar],
+    slices: int,
+) -> None:
+    """A kind serving more than one bucket runs slower on each: prompts of other sizes lengthen
+    its iterations (``InferenceOption.colocated_factor``). Its load then counts divided by the
+    factor; a factor of 0 keeps its buckets apart."""
+    served = sorted({k for (ii, k, _) in routes if ii == i})
+    if o.colocated_factor >= 1 or len(served) < 2:
+        return
+    m = b.model
+    used = {k: m.new_bool_var(f"serves[{name}#{i}/{k}]") for k in served}
+    for (ii, k, _), z in routes.items():
+        if ii == i:
+            m.add(z <= slices * used[k])
+    shared = m.new_bool_var(f"colocated[{name}#{i}]")
+    m.add(sum(used.values()) <= 1 + (len(served) - 1) * shared)
+    if o.colocated_factor <= 0:
+        m.add(shared == 0)
+        return
+    for y, r in enumerate(rs):
+        terms = [
+            (math.ceil(c / o.colocated_factor), routes[key]) for key, c in coef.items() if key[0] == i and key[2] == y
+        ]
+        load = sum(c * z for c, z in terms)
+        m.add(load <= LOAD_PER_REPLICA * r).only_enforce_if(shared).with_name(f"service:{name}:colocated#{i}@{y}")
 
 
 def slice_load(bucket_rps: float, slices: int, replica_rps: float) -> int:

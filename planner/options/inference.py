@@ -9,8 +9,9 @@ from collections.abc import Container
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.types import InferenceOption, PoolLimit, Rejection, WorkloadOptions
-from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference, max_tp_candidates
+from planner.perf.inference import InferenceEstimate, InferenceQuery, engine_for, estimate_inference, max_tp_candidates
 from planner.perf.links import link_for, nvlink_domain, packing_sizes
+from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import ModelShape, shape_of
 from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.problem import InferenceService, MeasuredThroughput
@@ -182,8 +183,13 @@ def _mix_options(
             continue
         representative = max(served, key=lambda e: e.tpot_p99_ms)  # the slowest bucket it serves
         is_measured = dp == 1 and (precision, n) in measured
+        factor = (
+            1.0
+            if mine or wo.shape is None
+            else _colocated_factor(svc, wo.shape, catalog, chassis, gpu, per, (precision, n, dp))
+        )
         found.append(
-            InferenceOption(svc.name, key, precision, n, representative, is_measured, None, tuple(per), attention_dp=dp)
+            InferenceOption(svc.name, key, precision, n, representative, is_measured, None, tuple(per), dp, factor)
         )
     return found
 
@@ -219,6 +225,49 @@ def _mix_buckets(
         per.append(est if est.fits else None)
         reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
     return per, reasons
+
+
+def _colocated_factor(
+    svc: InferenceService,
+    shape: ModelShape,
+    catalog: Catalog,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    per: list[InferenceEstimate | None],
+    kind: tuple[str, int, int],
+) -> float:
+    """How much of each bucket's own capacity a replica keeps when it serves all the buckets it
+    can, in the mix's proportions: the largest rate of that mix meeting the targets for every
+    bucket (``load_mix.mix_max_rate``, one engine at the mix's mean sizes, as the simulator
+    runs it) over the rate the buckets' own capacities would time-share to. 1 when it serves
+    one bucket; 0 when no rate of the mix meets the targets."""
+    assert svc.mix is not None
+    served = [(b, e) for b, e in zip(svc.mix.sized, per, strict=True) if e is not None]
+    if len(served) < 2:
+        return 1.0
+    total = sum(b.share for b, _ in served)
+    mean_in = sum(b.share * b.input_tokens for b, _ in served) / total
+    mean_out = sum(b.share * b.output_tokens for b, _ in served) / total
+    precision, n, dp = kind
+    q = InferenceQuery(
+        model=shape,
+        gpu=gpu,
+        gpus=n,
+        precision=precision,
+        input_tokens=max(1, round(mean_in)),
+        output_tokens=max(1, round(mean_out)),
+        link=link_for(chassis, gpu, n),
+        attention_dp=dp,
+    )
+    eff = catalog.efficiency
+    engine = engine_for(q, eff.generations[gpu.generation], eff.serving)
+    if engine is None:
+        return 0.0
+    classes = [RequestClass(b.input_tokens, b.output_tokens, b.share) for b, _ in served]
+    capacities = [e.planning_requests_per_s for _, e in served]
+    ttft_s = None if svc.ttft_ms is None else svc.ttft_ms / 1000
+    tpot_s = None if svc.tpot_ms is None else svc.tpot_ms / 1000
+    return colocated_factor(engine, classes, capacities, ttft_s, tpot_s)
 
 
 def _measured_problem(svc: InferenceService, entry: MeasuredThroughput, n: int, sizes: list[int]) -> str:

@@ -30,6 +30,10 @@ class InferenceOption:
     # attention data-parallel groups (MoE wide expert parallelism: the routed experts spread
     # over all the replica's GPUs, attention tensor-parallel inside each group); 1: plain TP
     attention_dp: int = 1
+    # a mix's kind serving more than one bucket: each bucket's capacity times this (prompts of
+    # other sizes lengthen its iterations; from the mix sharing a replica, planner.perf.load_mix);
+    # 0: its buckets cannot share a replica within the targets; 1: no slowdown
+    colocated_factor: float = 1.0
 
     @property
     def gpu(self) -> str:

@@ -22,7 +22,8 @@ The model (see shared/design/modelling.md):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, fields
 from typing import TypedDict
 
 from planner import units as u
@@ -258,7 +259,28 @@ class _Replica:
         return self.iteration_s(batch) * (1 + spread)
 
 
+_CACHE: OrderedDict[tuple[object, ...], InferenceEstimate] = OrderedDict()
+_CACHE_SIZE = 50_000
+
+
 def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
+    """What one replica of ``q`` does (a pure function of its arguments: the answers of this
+    process are kept, so what-if variants, explanation re-solves and repeated plans of the same
+    problem do not estimate the same replica again)."""
+    fixed = tuple(getattr(q, f.name) for f in fields(q) if f.name != "gpu")  # a Gpu does not hash
+    key = (*fixed, q.gpu.model_dump_json(), gen.model_dump_json(), serving.model_dump_json())
+    found = _CACHE.get(key)
+    if found is not None:
+        _CACHE.move_to_end(key)
+        return found
+    est = _estimate(q, gen, serving)
+    _CACHE[key] = est
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return est
+
+
+def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
     compute = compute_precision(q.gpu, q.precision)
     if compute is None:
         return InferenceEstimate(fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores")

@@ -9,8 +9,8 @@ In steady state at ``rate`` requests/s:
   one prefill iteration share the next (up to the token budget), and with it the fixed
   prefill costs: ``TPOT = T_d / (1 - rate x E[extra])``;
 - prompts queue for iterations: an M/G/1 queue whose service, per prompt, is its own work
-  plus its share of the iteration (``queueing.mg1_*``); TTFT = the iteration under way + the
-  wait + its own prefill;
+  plus its share of an iteration packed as full as the token budget allows (a backlog packs
+  it; ``queueing.mg1_*``); TTFT = the iteration under way + the wait + its own prefill;
 - a request's TPOT grows with the prompts prefilled while it decodes, and a longer life meets
   more of them: their count is generalized Poisson (``queueing.generalized_poisson_quantile``).
 
@@ -23,14 +23,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.perf.engine import Engine
 from planner.perf.prompt import Prompt, prompt_cost
 from planner.perf.queueing import (
     compound_quantile,
-    generalized_poisson_quantile,
+    generalized_poisson_mixture_quantile,
+    mg1_tail,
     mg1_wait_mean,
-    mg1_wait_quantile,
     poisson_quantile,
+    wait_sum_quantile,
 )
 
 
@@ -51,38 +54,102 @@ class MixState:
     iteration_s: float  # mean, prefill included: every class's mean TPOT
     decode_s: float  # a decode-only iteration
     batch: float
-    services: tuple[tuple[float, float], ...]  # (share, seconds) in the prompt queue
     extra_s: float  # mean iteration time a prompt adds
     shared_s: float = 0.0  # other prompts' work in a prompt's own iteration (prompts arriving together)
     packed: tuple[tuple[float, float], ...] = ()  # (share, seconds): the queue when a backlog packs the budget
     work_s: float = 0.0  # a prompt's own prefill work (mean over classes), no fixed costs
     extras: tuple[tuple[float, float], ...] = ()  # (share, seconds): each class's extra iteration time
+    overhead_s: float = 0.0  # of a prompt's latency, the part before the engine sees it
+    fits: tuple[int, ...] = ()  # per class: prompts of its size one iteration's token budget takes
+    # (probability, seconds): the iteration a prompt arrives in, prefill or decode-only
+    arrival_iterations: tuple[tuple[float, float], ...] = ()
+    engine: Engine | None = None
+    per_seq_tokens: float = 0.0  # context a decoding sequence holds, mean
+    max_running: int = 1
 
     def ttft_s(self, j: int) -> float:
-        wait = mg1_wait_mean(self.rate, self.services)
+        wait = mg1_wait_mean(self.rate, self.packed)
         return self.decode_s / 2 + wait + self.prompts[j].latency_s + self.shared_s
 
     def ttft_quantile_s(self, j: int, q: float) -> float:
         """The iteration under way, the wait behind a backlog (which packs prompts into full
         token budgets), and the prompt's own iteration: its prefill plus the work of the prompts
         that arrived with it (their count at the same quantile, Poisson over one iteration)."""
-        wait = mg1_wait_quantile(self.rate, self.packed, q)
-        others = poisson_quantile(self.rate * self.iteration_s, q)
-        return q * self.iteration_s + wait + self.prompts[j].latency_s + others * self.work_s
+        tail = mg1_tail(self.rate, self.packed)
+        return self.prompts[j].latency_s + wait_sum_quantile(self._under_way(j), tail, q)
+
+    def _under_way(self, j: int) -> list[tuple[float, np.ndarray, np.ndarray]]:
+        """What a prompt meets before its wait: the rest of the iteration it arrives in (a
+        prefill or a decode-only one, length-biased) and the work of the prompts arriving in
+        that iteration, which share its own (their count Poisson, as many as its iteration's
+        token budget takes beside it; the rest queue, counted in the wait)."""
+        beside = (self.fits[j] if self.fits else 2) - 1
+        out = []
+        u = (np.arange(16) + 0.5) / 16
+        for weight, length in self.arrival_iterations:
+            if weight <= 0:
+                continue
+            mean = self.rate * length
+            n = np.arange(int(mean + 8 * math.sqrt(mean) + 8))
+            pmf = np.exp(n * math.log(max(mean, 1e-300)) - mean - np.array([math.lgamma(k + 1) for k in n]))
+            values = (u[:, None] * length + np.minimum(n, beside)[None, :] * self.work_s).ravel()
+            probs = np.broadcast_to(pmf[None, :] / 16, (16, len(n))).ravel()
+            out.append((weight, values, probs))
+        return out
 
     def tpot_quantile_s(self, j: int, q: float) -> float:
         """The decode iteration plus the prompts prefilled while the request decodes, spread over
         its tokens. Their count is generalized Poisson (a long life meets more prompts); in a mix
         each class's prompts add their own work (a long prompt's far more than a short one's)."""
         steps = max(1.0, self.classes[j].output_tokens - 1)
-        seed = self.rate * steps * self.decode_s
+        seed = self.rate * (steps * self.decode_s + self._behind_s(j))
         rho = min(self.rate * self.extra_s, 0.999)
+        extras = [(c.share * seed, e) for c, (_, e) in zip(self.classes, self.extras, strict=True)]
         if len(self.classes) == 1:
-            met = generalized_poisson_quantile(seed, rho, q) * self.extra_s
+            seeds = self._seeds_after_a_backlog(j, steps)
+            met = generalized_poisson_mixture_quantile(seeds, rho, q) * self.extra_s
+            met_mean = sum(w * t for w, t in seeds) / (1 - rho) * self.extra_s
         else:
-            extras = [(c.share * seed, e) for c, (_, e) in zip(self.classes, self.extras, strict=True)]
             met = compound_quantile(extras, rho, q)
-        return max(self.decode_s + met / steps, self.iteration_s if q >= 0.5 else 0.0)
+            met_mean = sum(t * e for t, e in extras) / (1 - rho)
+        # the batch a request decodes beside is itself random (about Poisson), and over a long
+        # life it barely changes: its slower decode iterations add to the prompts' delay as
+        # independent, near-normal excesses do
+        slower = self._decode_at_quantile_s(q) - self.decode_s
+        excess = math.hypot(max(0.0, slower), max(0.0, met - met_mean) / steps)
+        return max(self.decode_s + met_mean / steps + excess, self.iteration_s if q >= 0.5 else 0.0)
+
+    def _decode_at_quantile_s(self, q: float) -> float:
+        if self.engine is None:
+            return self.decode_s
+        b = min(float(self.max_running), poisson_quantile(self.batch, q))
+        return float(self.engine.cost.iteration_s(round(b), b * self.per_seq_tokens))
+
+    def _seeds_after_a_backlog(self, j: int, steps: int | float, points: int = 12) -> list[tuple[float, float]]:
+        """The Poisson seed of the prompts a request meets, by how long it queued: prompts that
+        arrived while it waited (beyond what its iteration took along) are still to prefill when
+        it starts decoding. The wait: none, or (with probability ``C``) the exponential tail of
+        ``queueing.mg1_tail``, in ``points`` equally likely values."""
+        prefill = self.prompts[j].latency_s - self.overhead_s
+        base = self.rate * (steps * self.decode_s + prefill)
+        took = (self.fits[j] - 1) / self.rate if self.fits else 0.0
+        c, theta = mg1_tail(self.rate, self.packed)
+        if c <= 0 or not math.isfinite(theta) or theta <= 0:
+            return [(1.0, base)]
+        out = [(1.0 - c, base)]
+        for i in range(points):
+            wait = math.log(points / (i + 0.5)) / theta  # the tail's ((i + 0.5) / points) quantile
+            out.append((c / points, base + self.rate * max(0.0, wait - took)))
+        return out
+
+    def _behind_s(self, j: int) -> float:
+        """Arrival time whose prompts are still to prefill when the request's first token comes:
+        those that arrived during its own prefill, and those that queued behind it beyond what
+        its iteration's token budget took along."""
+        prefill = self.prompts[j].latency_s - self.overhead_s
+        fit = self.fits[j] if self.fits else 1
+        spill = max(0.0, mg1_wait_mean(self.rate, self.packed) - (fit - 1) / self.rate)
+        return prefill + spill
 
 
 def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_running: int) -> MixState | None:
@@ -93,27 +160,23 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
     held = sum(c.share * max(0.0, c.output_tokens - 1) * (c.input_tokens + c.output_tokens / 2) for c in cls)
     per_seq = held / steps if steps > 0 else sum(c.share * c.input_tokens for c in cls)
     batch, it, sharing = 1.0, 0.0, 1.0
+    seen: tuple[tuple[float, float], ...] = ()
     prompts: tuple[Prompt, ...] = ()
     for _ in range(60):
         context = batch * per_seq
         base = float(engine.cost.iteration_s(max(0, round(batch)), context))
         prompts = tuple(prompt_cost(engine, c.input_tokens, batch, context, sharing) for c in cls)
-        sharing = _sharing(engine, cls, rate, batch, max(it, base))
+        sharing, seen = _sharing(engine, cls, rate, batch, base, prompts)
         extra = sum(c.share * p.extra_shared_s(sharing) for c, p in zip(cls, prompts, strict=True))
         if rate * extra >= 1:
             return None
         it = base / (1 - rate * extra)
         latency = sum(c.share * p.latency_s for c, p in zip(cls, prompts, strict=True))
         new_batch = min(float(max_running), rate * steps * it + rate * latency)
-        if abs(new_batch - batch) < 0.01:
+        if abs(new_batch - batch) < max(0.01, 1e-3 * batch):
             break
         batch = max(new_batch, 1.0)
     if rate * steps * it > max_running:
-        return None
-    services = tuple(
-        (c.share, p.extra_shared_s(sharing) + base * p.chunks / sharing) for c, p in zip(cls, prompts, strict=True)
-    )
-    if rate * sum(s * t for s, t in services) >= 1:
         return None
     work = sum(c.share * (p.extra_s - p.fixed_s) for c, p in zip(cls, prompts, strict=True))
     room = engine.limits.token_budget - max(0, round(batch))
@@ -121,17 +184,116 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
         (c.share, p.extra_s - p.fixed_s + (p.fixed_s + base * p.chunks) / max(1, int(room // c.input_tokens)))
         for c, p in zip(cls, prompts, strict=True)
     )
+    if rate * sum(s * t for s, t in packed) >= 1:
+        return None
     extras = tuple((c.share, p.extra_shared_s(sharing)) for c, p in zip(cls, prompts, strict=True))
-    return MixState(rate, cls, prompts, it, base, batch, services, extra, (sharing - 1) * work, packed, work, extras)
+    fits = tuple(max(1, int(room // c.input_tokens)) for c in cls)
+    return MixState(
+        rate,
+        cls,
+        prompts,
+        it,
+        base,
+        batch,
+        extra,
+        (sharing - 1) * work,
+        packed,
+        work,
+        extras,
+        engine.ttft_overhead_s,
+        fits,
+        seen,
+        engine,
+        per_seq,
+        max_running,
+    )
 
 
-def _sharing(engine: Engine, cls: tuple[RequestClass, ...], rate: float, batch: float, iteration_s: float) -> float:
-    """Prompts per prefill iteration: those that arrived during the iteration before (at least
-    one, else there is no prefill), ``x / (1 - exp(-x))`` for ``x = rate x iteration``, as many
-    as the token budget takes."""
+def _sharing(
+    engine: Engine, cls: tuple[RequestClass, ...], rate: float, batch: float, base_s: float, prompts: tuple[Prompt, ...]
+) -> tuple[float, tuple[tuple[float, float], ...]]:
+    """Prompts per prefill iteration: those that arrived during the iteration before, given at
+    least one did (else there is no prefill), as many as the token budget takes. And the
+    iteration a prompt arrives in: (probability, length) for a prefill and a decode-only one,
+    length-biased (a long iteration catches more arrivals).
+
+    The iteration before is a prefill iteration (longer: ``base + fixed + n x work``) or a
+    decode-only one (``base``); which follows which is a two-state chain (a prefill iteration
+    follows one during which a prompt arrived), so at high rates, where prefill iterations
+    follow each other, the longer ones set how many prompts share the next."""
     mean_input = sum(c.share * c.input_tokens for c in cls)
     room = engine.limits.token_budget - max(0, round(batch))
-    fit = max(1, int(room // max(1.0, mean_input)))
-    x = rate * iteration_s
-    arrived = x / -math.expm1(-x) if x > 1e-9 else 1.0
-    return min(float(fit), arrived)
+    fit = float(max(1, int(room // max(1.0, mean_input))))
+    work = sum(c.share * (p.extra_s - p.fixed_s) / p.chunks for c, p in zip(cls, prompts, strict=True))
+    fixed = engine.cost.prefill_fixed_s
+    x_d = rate * base_s
+    a = -math.expm1(-x_d)
+    if a < 1e-12:
+        return 1.0, ((1.0, base_s),)
+    n, pi = 1.0, 0.0
+    for _ in range(50):
+        x_p = rate * (base_s + fixed + n * work)
+        b = -math.expm1(-x_p)
+        pi = a / (1 - b + a)  # share of iterations that prefill
+        new = max(1.0, min(fit, (pi * x_p + (1 - pi) * x_d) / (pi * b + (1 - pi) * a)))
+        converged = abs(new - n) < 1e-4
+        n = new
+        if converged:
+            break
+    t_p = base_s + fixed + n * work
+    seen = pi * t_p + (1 - pi) * base_s
+    return n, ((pi * t_p / seen, t_p), ((1 - pi) * base_s / seen, base_s))
+
+
+def running_limit(engine: Engine, classes: list[RequestClass]) -> int:
+    """Sequences a replica runs at once: its scheduler's cap, or as many as the KV cache holds
+    at the classes' mean footprint (prompt and half the output)."""
+    total = sum(c.share for c in classes) or 1.0
+    per_seq = sum(c.share * (c.input_tokens + c.output_tokens / 2) for c in classes) / total
+    limits = engine.limits
+    return max(1, min(limits.max_seqs, int(limits.kv_capacity_tokens // max(per_seq, 1.0))))
+
+
+def mix_max_rate(
+    engine: Engine, classes: list[RequestClass], ttft_p99_s: float | None, tpot_p99_s: float | None, ceiling: float
+) -> float:
+    """The largest Poisson rate (at most ``ceiling``) at which every class of the mix, sharing
+    the replica, meets the p99 targets; 0 when none does."""
+    running = running_limit(engine, classes)
+
+    def ok(rate: float) -> bool:
+        state = mix_state(engine, classes, rate, running)
+        if state is None:
+            return False
+        for j in range(len(classes)):
+            if tpot_p99_s is not None and state.tpot_quantile_s(j, 0.99) > tpot_p99_s:
+                return False
+            if ttft_p99_s is not None and state.ttft_quantile_s(j, 0.99) > ttft_p99_s:
+                return False
+        return True
+
+    if ceiling <= 0 or not ok(ceiling * 1e-6):
+        return 0.0
+    if ok(ceiling):
+        return ceiling
+    lo, hi = ceiling * 1e-6, ceiling
+    while hi - lo > 1e-3 * ceiling:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def colocated_factor(
+    engine: Engine,
+    classes: list[RequestClass],
+    capacities: list[float],
+    ttft_p99_s: float | None,
+    tpot_p99_s: float | None,
+) -> float:
+    """The share of its classes' own capacities (requests/s, each served alone) a replica keeps
+    when it serves them together in their shares: the largest rate of the mix meeting the
+    targets for every class, over the rate the own capacities time-share to (at most 1; 0 when
+    no rate of the mix meets the targets)."""
+    total = sum(c.share for c in classes)
+    timeshare = 1.0 / sum(c.share / total / cap for c, cap in zip(classes, capacities, strict=True))
+    return min(1.0, mix_max_rate(engine, classes, ttft_p99_s, tpot_p99_s, timeshare) / timeshare)

@@ -6,9 +6,12 @@ mixture of request groups."""
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 import numpy as np
+
+_NORMAL = statistics.NormalDist()
 
 Services = Sequence[tuple[float, float]]  # (share of the prompts, service seconds)
 
@@ -27,15 +30,25 @@ def mg1_wait_mean(rate: float, services: Services, cap: float = 0.999) -> float:
 
 
 def mg1_wait_quantile(rate: float, services: Services, q: float) -> float:
-    """The wait exceeded with probability ``1 - q``: the exponential tail
-    ``P(W > t) ~ C exp(-theta t)`` (Cramer-Lundberg), ``theta`` the positive root of
-    ``rate (E[exp(theta S)] - 1) = theta`` and ``C = (1 - rho) / (rate E[S exp(theta S)] - 1)``
-    (at most ``rho``)."""
+    """The wait exceeded with probability ``1 - q`` on the tail of ``mg1_tail``."""
+    c, theta = mg1_tail(rate, services)
+    if c <= 0:
+        return 0.0
+    if theta <= 0:
+        return math.inf
+    return max(0.0, math.log(c / (1 - q)) / theta) if c > 1 - q else 0.0
+
+
+def mg1_tail(rate: float, services: Services) -> tuple[float, float]:
+    """``(C, theta)`` of the exponential tail ``P(W > t) ~ C exp(-theta t)`` (Cramer-Lundberg),
+    ``theta`` the positive root of ``rate (E[exp(theta S)] - 1) = theta`` and
+    ``C = (1 - rho) / (rate E[S exp(theta S)] - 1)`` (at most ``rho``); ``(0, inf)`` when
+    nothing queues, ``(1, 0)`` when the queue grows without bound."""
     rho = utilisation(rate, services)
     if rho <= 0:
-        return 0.0
+        return 0.0, math.inf
     if rho >= 1:
-        return math.inf
+        return 1.0, 0.0
 
     def excess(theta: float) -> float:
         return rate * (sum(p * math.exp(theta * s) for p, s in services) - 1) - theta
@@ -50,7 +63,33 @@ def mg1_wait_quantile(rate: float, services: Services, q: float) -> float:
     theta = (lo + hi) / 2
     # never above P(W > 0) = rho: an arrival finds the queue busy with that probability
     c = min(rho, (1 - rho) / (rate * sum(p * s * math.exp(theta * s) for p, s in services) - 1))
-    return max(0.0, math.log(c / (1 - q)) / theta) if c > 1 - q else 0.0
+    return c, theta
+
+
+def wait_sum_quantile(
+    parts: Sequence[tuple[float, np.ndarray, np.ndarray]], tail: tuple[float, float], q: float
+) -> float:
+    """The ``q`` quantile of ``A + W``: ``A`` drawn from ``parts`` (weight, values, their
+    probabilities), ``W`` independent with ``P(W > t) = C exp(-theta t)`` for ``t >= 0`` (the
+    rest an atom at 0; ``tail = (C, theta)`` from ``mg1_tail``)."""
+    c, theta = tail
+    if c > 0 and theta <= 0:
+        return math.inf
+    values = np.concatenate([v for _, v, _ in parts])
+    probs = np.concatenate([w * p for w, _, p in parts])
+    probs = probs / probs.sum()
+
+    def exceed(x: float) -> float:
+        gap = x - values
+        beyond = np.where(gap < 0, 1.0, c * np.exp(-theta * np.maximum(gap, 0.0)) if c > 0 else 0.0)
+        return float(probs @ beyond)
+
+    lo = 0.0
+    hi = float(values.max()) + (math.log(max(c, 1e-300) / (1 - q)) / theta if c > 1 - q else 0.0)
+    while hi - lo > 1e-4 * hi + 1e-9:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if exceed(mid) > 1 - q else (lo, mid)
+    return hi
 
 
 def generalized_poisson_quantile(theta: float, lam: float, q: float) -> float:
@@ -71,6 +110,24 @@ def generalized_poisson_quantile(theta: float, lam: float, q: float) -> float:
             return float(x)
         x += 1
     return float(top)
+
+
+def generalized_poisson_mixture_quantile(seeds: Sequence[tuple[float, float]], lam: float, q: float) -> float:
+    """The ``q`` quantile of a mixture of generalized Poisson counts: (weight, ``theta``) pairs,
+    one ``lam``; the count of prompts a request meets when its start finds a random backlog."""
+    live = [(w, t) for w, t in seeds if w > 0]
+    top = int(max(t / (1 - lam) + 12 * math.sqrt(max(t, 1e-9) / (1 - lam) ** 3) for _, t in live) + 20)
+    x = np.arange(top + 1, dtype=np.float64)
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 1)))])
+    pmf = np.zeros(top + 1)
+    for weight, theta in live:
+        if theta <= 0:
+            pmf[0] += weight
+            continue
+        log_p = math.log(theta) + (x - 1) * np.log(theta + x * lam) - theta - x * lam - log_factorial
+        pmf += weight * np.exp(log_p)
+    cdf = np.cumsum(pmf)
+    return float(min(int(np.searchsorted(cdf, q * cdf[-1])), top))
 
 
 def _generalized_poisson_pmf(theta: float, lam: float, top: int) -> list[float]:
@@ -111,6 +168,9 @@ def poisson_quantile(mean: float, q: float) -> float:
     """The smallest ``k`` with ``P(Poisson(mean) <= k) >= q``."""
     if mean <= 0:
         return 0.0
+    if mean > 400:  # Cornish-Fisher: within one count of the exact quantile this far out
+        z = _NORMAL.inv_cdf(q)
+        return float(math.ceil(mean + z * math.sqrt(mean) + (z * z - 1) / 6 - 0.5))
     k, term = 0, math.exp(-mean)
     total = term
     while total < q and k < 100_000:
@@ -125,7 +185,7 @@ def mixture_p99(groups: Sequence[tuple[float, float, float]]) -> float:
     taken as exponential through its mean (as the median) and its p99,
     ``P(T > t) = 0.01 exp((p99 - t) / beta)``, ``beta = (p99 - mean) / ln 50``, and the weighted
     tails summed to 1%."""
-    live = [(w, m, p) for w, m, p in groups if w > 0]
+    live = [(w, min(m, p), p) for w, m, p in groups if w > 0]
     if not live:
         return 0.0
     if any(math.isinf(p) for _, _, p in live):
@@ -143,4 +203,40 @@ def mixture_p99(groups: Sequence[tuple[float, float, float]]) -> float:
     for _ in range(60):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if tail(mid) <= 0.01 else (mid, hi)
+    return hi
+
+
+QUANTILE_LEVELS = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
+
+
+def mixture_quantile(groups: Sequence[tuple[float, Sequence[float]]], q: float) -> float:
+    """The ``q`` quantile of requests drawn from groups (weight, the group's quantiles at
+    ``QUANTILE_LEVELS``): each group's tail ``P(T > t)`` interpolated log-linearly between its
+    quantiles (exponential beyond the last), the weighted tails summed to ``1 - q``."""
+    live = [(w, list(v)) for w, v in groups if w > 0]
+    if not live:
+        return 0.0
+    if any(math.isinf(x) for _, v in live for x in v):
+        return math.inf
+    total = sum(w for w, _ in live)
+    logs = [math.log(1 - lv) for lv in QUANTILE_LEVELS]
+
+    def tail(values: list[float], t: float) -> float:
+        values = list(np.maximum.accumulate(values))  # quantiles never fall with the level
+        if t <= values[0]:
+            return 0.5
+        for i in range(1, len(values)):
+            if t <= values[i]:
+                span = values[i] - values[i - 1]
+                f = (t - values[i - 1]) / span if span > 0 else 1.0
+                return math.exp(logs[i - 1] + f * (logs[i] - logs[i - 1]))
+        span = values[-1] - values[-2]
+        slope = (logs[-1] - logs[-2]) / span if span > 0 else -math.inf
+        return math.exp(logs[-1] + slope * (t - values[-1])) if slope > -math.inf else 0.0
+
+    lo = min(v[0] for _, v in live)
+    hi = max(v[-1] for _, v in live) * 2 + 1e-9
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if sum(w * tail(v, mid) for w, v in live) / total <= 1 - q else (mid, hi)
     return hi

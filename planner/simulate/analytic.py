@@ -4,7 +4,7 @@ The plan sizes each replica kind at the largest rate whose p99s meet the targets
 planned demand the kinds run below that. Here the load model (``planner.perf.load_mix``) is
 asked at the demand the plan routes to each kind, with the request sizes each kind really
 gets (a mix's buckets share replicas), and the service's p99 is the quantile of all its
-requests across kinds and buckets (``queueing.mixture_p99``).
+requests across kinds and buckets (``queueing.mixture_quantile``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from planner.perf.load_mix import MixState, RequestClass, mix_state
-from planner.perf.queueing import mixture_p99
+from planner.perf.load_mix import MixState, RequestClass, mix_state, running_limit
+from planner.perf.queueing import QUANTILE_LEVELS, mixture_quantile
 from planner.simulate.fleet import Kind
 from planner.simulate.traffic import Bucket
 
@@ -36,29 +36,26 @@ def analytic_p99s(
         if not classes:
             states.append((None, []))
             continue
-        per_seq = sum(c.share * (c.input_tokens + c.output_tokens / 2) for c in classes) / load
-        limits = kind.engine.limits
-        running = max(1, min(limits.max_seqs, int(limits.kv_capacity_tokens // per_seq)))
+        running = running_limit(kind.engine, classes)
         states.append((mix_state(kind.engine, classes, rate_per_s * load / kind.count, running), mine))
 
-    def groups(which: str, only: int | None) -> list[tuple[float, float, float]]:
-        out: list[tuple[float, float, float]] = []
+    def groups(which: str, only: int | None) -> list[tuple[float, list[float]]]:
+        out: list[tuple[float, list[float]]] = []
         for k, (state, mine) in enumerate(states):
             for i, j in enumerate(mine):
                 if only is not None and j != only:
                     continue
-                out.append((buckets[j].share * routes[j][k], *_mean_p99(state, i, which)))
+                out.append((buckets[j].share * routes[j][k], _quantiles(state, i, which)))
         return out
 
     def p99(only: int | None) -> P99:
-        return 1e3 * mixture_p99(groups("ttft", only)), 1e3 * mixture_p99(groups("tpot", only))
+        return 1e3 * mixture_quantile(groups("ttft", only), 0.99), 1e3 * mixture_quantile(groups("tpot", only), 0.99)
 
     return p99(None), [p99(j) for j in range(len(buckets))]
 
 
-def _mean_p99(state: MixState | None, i: int, which: str) -> tuple[float, float]:
+def _quantiles(state: MixState | None, i: int, which: str) -> list[float]:
     if state is None:
-        return math.inf, math.inf
-    if which == "ttft":
-        return state.ttft_s(i), state.ttft_quantile_s(i, 0.99)
-    return state.iteration_s, state.tpot_quantile_s(i, 0.99)
+        return [math.inf] * len(QUANTILE_LEVELS)
+    of = state.ttft_quantile_s if which == "ttft" else state.tpot_quantile_s
+    return [of(i, level) for level in QUANTILE_LEVELS]

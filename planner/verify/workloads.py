@@ -9,7 +9,9 @@ from planner.catalog import Catalog
 from planner.limits.base import Measured
 from planner.limits.measure import carried_rps
 from planner.options.training import estimate_job
-from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
+from planner.perf.inference import InferenceEstimate, InferenceQuery, engine_for, estimate_inference
+from planner.perf.links import link_for
+from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import shape_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow, TrainingRow
 from planner.schema.problem import InferenceService, MixBucket, Problem, TrainingJob
@@ -107,6 +109,7 @@ def _check_mix(
     assert svc.mix is not None
     latencies: list[P99] = []
     busy = [0.0] * len(row.replicas)  # replica-time each kind needs
+    kinds_buckets: dict[int, set[str]] = {}  # the buckets each kind serves
     routed = [0.0] * len(row.replicas)  # requests/s routed to each kind
     buckets = svc.mix.sized
     if [b.bucket for b in row.routing] != [b.label for b in buckets]:
@@ -131,6 +134,14 @@ def _check_mix(
             latencies.append(p99)
             busy[r.replica] += need * bucket.share * r.share / rps
             routed[r.replica] += need * bucket.share * r.share
+            kinds_buckets.setdefault(r.replica, set()).add(bucket.label)
+    for index, labels in kinds_buckets.items():
+        if len(labels) > 1:
+            factor = _colocated(svc, row.replicas[index], catalog)
+            if factor <= 0:
+                errs.append(f"service {svc.name}: {row.replicas[index].gpu} cannot serve its buckets together")
+                continue
+            busy[index] /= factor
     capacity = 0.0
     for rep, load, rate in zip(row.replicas, busy, routed, strict=True):
         if load > rep.count + 1e-4:
@@ -150,6 +161,43 @@ def _check_mix(
 
 
 P99 = tuple[float, float]  # (TTFT, TPOT) at the p99, ms
+
+
+def _colocated(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> float:
+    """A kind serving several buckets keeps this share of each one's own capacity (prompts of
+    other sizes lengthen its iterations): recomputed from the buckets it can serve, in their
+    shares, on one engine at their mean sizes. Measured kinds: 1 (the measurement stands)."""
+    assert svc.mix is not None
+    served = []
+    kind = (rep.gpu, rep.precision, rep.gpus_per_replica)
+    if any(m.bucket and (catalog.find_gpu_id(m.gpu), m.precision, m.gpus_per_replica) == kind for m in svc.measured):
+        return 1.0
+    for bucket in svc.mix.sized:
+        rps, why, _ = _bucket_capacity(svc, rep, bucket, catalog)
+        if not why:
+            served.append((bucket, rps))
+    if len(served) < 2 or svc.model is None:
+        return 1.0
+    total = sum(b.share for b, _ in served)
+    gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    q = InferenceQuery(
+        model=shape_of(svc.model, catalog),
+        gpu=gpu,
+        gpus=rep.gpus_per_replica,
+        precision=rep.precision,
+        input_tokens=max(1, round(sum(b.share * b.input_tokens for b, _ in served) / total)),
+        output_tokens=max(1, round(sum(b.share * b.output_tokens for b, _ in served) / total)),
+        link=link_for(chassis, gpu, rep.gpus_per_replica),
+        attention_dp=rep.attention_dp,
+    )
+    eff = catalog.efficiency
+    engine = engine_for(q, eff.generations[gpu.generation], eff.serving)
+    if engine is None:
+        return 0.0
+    classes = [RequestClass(b.input_tokens, b.output_tokens, b.share) for b, _ in served]
+    ttft_s = None if svc.ttft_ms is None else svc.ttft_ms / 1000
+    tpot_s = None if svc.tpot_ms is None else svc.tpot_ms / 1000
+    return colocated_factor(engine, classes, [rps for _, rps in served], ttft_s, tpot_s)
 
 
 def _bucket_capacity(
@@ -187,8 +235,6 @@ def _recompute(
 ) -> tuple[InferenceEstimate | None, str]:
     """The replica recomputed with the performance model on requests of one size (at a fixed
     ``concurrency``, or at the largest batch meeting the targets), or why it does not fit."""
-    from planner.perf.links import link_for
-
     assert svc.model is not None
     if rep.precision not in svc.precisions:
         return None, "precision not allowed"
