@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from planner.catalog import Catalog, load_catalog
-from planner.io.problem_io import loads_problem
+from planner.io.problem_io import load_problem, loads_problem
 from planner.pipeline import plan_problem
 from planner.schema.plan import Plan
 
@@ -19,3 +21,13 @@ def solve_text(text: str, time_limit_s: float | None = None) -> Plan:
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load_catalog()
+
+
+PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
+
+
+@functools.cache
+def example_plan(name: str) -> Plan:
+    """An example problem's plan, solved once per test session (read it, do not change it:
+    ``model_copy(deep=True)`` first)."""
+    return plan_problem(load_problem(PROBLEMS / name))

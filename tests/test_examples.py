@@ -9,6 +9,7 @@ import pytest
 
 from planner.io.problem_io import load_problem, loads_problem
 from planner.pipeline import plan_problem
+from tests.conftest import example_plan
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 INFEASIBLE = {"infeasible-budget.yaml"}
@@ -31,7 +32,7 @@ def test_examples_are_found() -> None:
 @pytest.mark.parametrize("path", FEASIBLE, ids=lambda p: p.stem)
 def test_example_solves_to_proven_optimality(path: Path) -> None:
     loaded = load_problem(path)
-    plan = plan_problem(loaded)
+    plan = example_plan(path.name)
 
     assert plan.problem == loaded.problem.name
     assert plan.status == "optimal", plan.diagnosis

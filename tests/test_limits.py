@@ -22,6 +22,7 @@ from planner.pipeline import plan_context, plan_problem
 from planner.schema.plan import Plan
 from planner.schema.problem import Problem
 from planner.verify import verify
+from tests.conftest import example_plan
 
 
 def _only(catalog: Catalog, keep: list[str]) -> str:
@@ -328,14 +329,11 @@ def _shown(x: float) -> str:
 
 @pytest.mark.parametrize("name", ["startup.yaml", "serve-70b.yaml", "growth-5y.yaml"])
 def test_the_terminal_limits_table_agrees_with_the_json(name: str) -> None:
-    from pathlib import Path
-
     from rich.console import Console
 
-    from planner.io.problem_io import load_problem
     from planner.report.terminal import print_plan
 
-    plan = plan_problem(load_problem(Path(__file__).resolve().parent.parent / "problems" / name))
+    plan = example_plan(name)
     console = Console(record=True, width=220, color_system=None)
     print_plan(plan, console)
     text = console.export_text()
