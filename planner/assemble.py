@@ -14,7 +14,7 @@ from planner.optimize.built import Built
 from planner.optimize.readback import ReadBack, read_back
 from planner.optimize.solve import Solved
 from planner.part_notes import part_notes
-from planner.schema.plan import CashFlowRow, Plan, PurchaseRow
+from planner.schema.plan import AdviceRow, CashFlowRow, Plan, PurchaseRow
 from planner.schema.problem import Problem
 
 
@@ -78,8 +78,22 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
     )
     # the limits report reads the plan itself: it cannot say what the plan does not hold
     plan.constraints = constraint_rows(p, catalog, measure(p, plan))
-    plan.advice = part_notes(plan.servers, catalog)
+    plan.advice = part_notes(plan.servers, catalog) + _simplicity(solved, plan, p)
     return plan
+
+
+def _simplicity(solved: Solved, plan: Plan, p: Problem) -> list[AdviceRow]:
+    """What the simpler fleet costs against the cheapest plan found (policy.simplicity_tolerance)."""
+    if solved.cheapest is None or solved.objective <= solved.cheapest + 0.5:
+        return []
+    premium = solved.objective - solved.cheapest
+    types = len(plan.gpus)
+    message = (
+        f"a simpler fleet: {types} GPU type{'s' if types != 1 else ''} where the cheapest plan found uses "
+        f"{solved.cheapest_gpu_types}; it costs ${premium:,.0f} ({premium / solved.cheapest:.2%}) more "
+        f"(policy.simplicity_tolerance {p.policy.simplicity_tolerance:.0%}; set it to 0 for the cheapest plan)"
+    )
+    return [AdviceRow(kind="simplicity", message=message, usd=round(premium, 2))]
 
 
 def _rent_by_year(rb: ReadBack, rates: Rates) -> dict[int, float]:

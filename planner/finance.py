@@ -8,7 +8,8 @@ Conventions (pinned by tests):
 - Colocation per year = IT nameplate kW x price per kW-month x 12.
 - Maintenance per year = maintenance_rate x capex of servers and network (racks
   are furniture: no maintenance contract).
-- Operations per year = ops_usd_per_server_year x servers.
+- Operations per year = ops_usd_per_server_year x servers + ops_usd_per_gpu_type_year x the
+  GPU types the fleet owns (each type is its own drivers, images, spares and vendor).
 - Residual value = residual_value_share x capex of servers and network, received
   at the end of the last year and discounted like that year's opex.
 - Depreciation (reported, not a cash flow) is straight-line over the horizon, of
@@ -39,6 +40,7 @@ class Rates:
     utilization: float
     ops_usd_per_server_year: float = 0.0
     residual_value_share: float = 0.0
+    ops_usd_per_gpu_type_year: float = 0.0
 
     @classmethod
     def of(cls, problem: Problem) -> Rates:
@@ -53,6 +55,7 @@ class Rates:
             utilization=f.utilization,
             ops_usd_per_server_year=f.ops_usd_per_server_year,
             residual_value_share=f.residual_value_share,
+            ops_usd_per_gpu_type_year=f.ops_usd_per_gpu_type_year,
         )
 
     def discount_factor(self, year: int) -> float:
@@ -137,6 +140,7 @@ class LineItem:
     year: int = 0  # cash-flow year of the purchase (0: up front; y: start of operating year y + 1)
     life_years: int | None = None  # years in service; None: to the horizon
     sunk: bool = False  # already owned (--keep): no capex now; it still runs, is maintained and resold
+    gpu: str = ""  # a server's GPU type (each owned type adds its yearly operations cost)
 
     @property
     def extended_price_usd(self) -> float:
@@ -168,8 +172,11 @@ class Money:
 
 
 def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float] | None = None) -> Money:
-    """The plan's money; ``rent_by_year`` is cloud rent paid at the end of each year (opex)."""
+    """The plan's money; ``rent_by_year`` is cloud rent paid at the end of each year (opex).
+    Owned GPU types (servers' GPU ids) each cost ``ops_usd_per_gpu_type_year`` every year."""
     rent = rent_by_year or {}
+    types = len({li.gpu for li in items if li.category == "server" and li.gpu})
+    fleet_ops = types * rates.ops_usd_per_gpu_type_year
     horizon = rates.horizon_years
     bucket = {"server": "servers", "network": "network", "rack": "racks"}
     breakdown = dict.fromkeys(("servers", "network", "racks", "energy", "colocation", "maintenance"), 0.0)
@@ -194,6 +201,9 @@ def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float
             breakdown["maintenance"] += q * rates.maintenance_usd_per_year(price, li.category) * d
             breakdown["operations"] += q * rates.ops_usd_per_year(li.category) * d
             depreciation[k] += (spent - resale) / len(years)
+    for k in range(1, horizon + 1) if fleet_ops else ():
+        owned[k] += fleet_ops
+        breakdown["operations"] += fleet_ops * rates.discount_factor(k)
     breakdown["rent"] = sum(v * rates.discount_factor(k) for k, v in rent.items())
     breakdown["residual"] = -back[horizon] * rates.discount_factor(horizon)
     flows = []

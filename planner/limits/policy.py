@@ -55,12 +55,4 @@ class MaxGpuTypes(Family):
         return 1
 
     def add(self, b: Built, problem: Problem, catalog: Catalog, limit: Limit, slack: Any) -> None:
-        m = b.model
-        used = []
-        for gpu in sorted({key.gpu for key in b.pools}):
-            flag = m.new_bool_var(f"gpu_type_used[{gpu}]")
-            for key, p in b.pools.items():
-                if key.gpu == gpu:
-                    m.add(p.servers == 0).only_enforce_if(~flag)
-            used.append(flag)
-        m.add(sum(used) <= int(limit.value) + slack).with_name(limit.name)
+        b.model.add(sum(b.gpu_type_used.values()) <= int(limit.value) + slack).with_name(limit.name)

@@ -55,6 +55,9 @@ class Built:
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
     # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)
     capacity: dict[str, list[tuple[Expr, int]]] = field(default_factory=dict)
+    gpu_type_used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # owned: some server of it
+    gpu_vendor: dict[str, str] = field(default_factory=dict)  # each owned GPU type's vendor
+    simplicity_tolerance: float = 0.0  # share of the least TCO the tie-breaks may pay for fewer types
     capex: Expr = 0
     it_power_w: Expr = 0  # the peak: every pool at its most servers
     it_power_w_by_year: list[Expr] = field(default_factory=list)

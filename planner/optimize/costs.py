@@ -61,6 +61,8 @@ def objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> Exp
         tco += unit(fab.switch_price.usd, fab.switch_power_w, "network") * (f.leaves + f.spines)
         tco += unit(fab.cable_price.usd, 0, "network") * (f.ports + f.uplinks)
         tco += unit(catalog.rack.price.usd, 0, "rack") * f.racks
+    per_type = rates.ops_usd_per_gpu_type_year * rates.annuity  # each owned type, every year
+    tco += sum(u.usd(per_type) * flag for flag in b.gpu_type_used.values())
     for key, (have, have_racks) in b.kept.items():  # their prices are sunk; running them is not
         s = b.pools[key].spec
         tco -= (u.usd(s.server_price_usd) + u.usd(s.nic_price_usd) * s.nics_per_server) * have

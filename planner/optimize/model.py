@@ -47,6 +47,9 @@ def build(
     _training(b, problem, workloads)
     serving(b, problem, workloads, relax)
     _gpu_use(b)
+    _gpu_types(b)
+    b.gpu_vendor = {g: catalog.gpus[g].vendor for g in b.gpu_type_used}
+    b.simplicity_tolerance = problem.policy.simplicity_tolerance
     _network(b, problem, catalog)
     _site(b, problem, catalog)
     for fam, lim in limits:  # the table of named limits: each family adds its own
@@ -163,6 +166,21 @@ def _gpu_use(b: Built) -> None:
                 runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{key.label()}@{y}]"))
                 demands.append(block)
         m.add_cumulative(runs, demands, free)
+
+
+def _gpu_types(b: Built) -> None:
+    """One literal per owned GPU type: true exactly when some pool of that GPU has a server
+    (what the type-count limit, the per-type operations cost and the tie-breaks count)."""
+    m = b.model
+    by_gpu: dict[str, list[cp_model.IntVar]] = {}
+    for key, p in b.pools.items():
+        by_gpu.setdefault(key.gpu, []).append(p.servers)
+    for gpu, servers in sorted(by_gpu.items()):
+        flag = m.new_bool_var(f"gpu_type_used[{gpu}]")
+        for n in servers:
+            m.add(n <= upper(n) * flag)
+        m.add(sum(servers) >= 1).only_enforce_if(flag)
+        b.gpu_type_used[gpu] = flag
 
 
 def _network(b: Built, problem: Problem, catalog: Catalog) -> None:

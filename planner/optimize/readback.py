@@ -128,6 +128,7 @@ def _servers(
                     year=y,
                     life_years=life,
                     sunk=owned,
+                    gpu=key.gpu,
                 )
             )
             if spec.nics_per_server:

@@ -60,14 +60,20 @@ class Solved:
     bound: float
     seconds: float
     deterministic_s: float = 0.0  # what the solve took (0 for one the run's budget did not allow)
+    # the least TCO found, when a simpler plan within the tolerance was chosen over it
+    cheapest: float | None = None
+    cheapest_gpu_types: int | None = None
 
     @property
     def gap(self) -> float | None:
+        """How far the least TCO found may be from the optimum (the solver's proof; a simpler
+        plan's premium over it is reported apart)."""
         if self.status not in ("optimal", "feasible"):
             return None
-        if self.objective == 0:
+        least = self.objective if self.cheapest is None else self.cheapest
+        if least == 0:
             return 0.0
-        return max(0.0, (self.objective - self.bound) / abs(self.objective))
+        return max(0.0, (least - self.bound) / abs(least))
 
     def value(self, expr: cp_model.LinearExprT) -> int:
         return int(self.solver.value(expr))

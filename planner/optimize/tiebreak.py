@@ -1,12 +1,14 @@
 """Break ties between plans of equal TCO the same way every time.
 
 Equal-cost plans exist (cpsat-notes), and which one a solve returns depends on the
-search. After the TCO solve, a copy of the model gets ``tco <= found`` and is solved
-again, from the first plan as a hint, for, in this order:
+search. After the TCO solve, a copy of the model gets ``tco <= found x (1 + tolerance)``
+(``policy.simplicity_tolerance``: what a simpler fleet is worth) and is solved again, from
+the first plan as a hint, for, in this order:
 
-1. fewer distinct GPU types bought;
-2. less IT power (watts);
-3. training jobs as early as their start is free (sum of start times).
+1. fewer GPU vendors, then fewer distinct GPU types bought (owned);
+2. the least TCO among those (with no tolerance: equal to the first's);
+3. less IT power (watts);
+4. training jobs as early as their start is free (sum of start times).
 
 The three levels are one weighted integer objective, each weight larger than the
 whole range of the levels below it, so a level always dominates the next. When the
@@ -21,6 +23,7 @@ a solver's values are by index, so the returned solver answers for the original
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -39,6 +42,7 @@ class Level:
     expr: Expr
     lo: int
     hi: int
+    own_stage: bool = False  # solved alone: its expression's own range could overflow a weighted sum
 
 
 def solve_built(b: Built, time_limit_s: float | None = None) -> Solved:
@@ -58,7 +62,8 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
     start = time.perf_counter()
     model = b.model.clone()
     _hint_from(model, first.solver)  # before any new variable: the hint covers them all
-    model.add(b.tco <= first.value(b.tco)).with_name("tiebreak:tco")
+    cheapest = first.value(b.tco)
+    model.add(b.tco <= math.floor(cheapest * (1 + b.simplicity_tolerance))).with_name("tiebreak:tco")
     levels = tie_levels(b, model, first)
     solver = first.solver
     for stage in stages(levels):
@@ -78,26 +83,30 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
         objective=float(solver.value(b.tco)),
         bound=first.bound,
         seconds=first.seconds + time.perf_counter() - start,
+        cheapest=first.objective,
+        cheapest_gpu_types=sum(first.value(f) for f in b.gpu_type_used.values()),
     )
 
 
 def tie_levels(b: Built, model: cp_model.CpModel, first: Solved) -> list[Level]:
     """The tie-breakers as expressions over ``model`` (a copy of ``b.model``), most
-    important first, with their bounds. Adds one Boolean per GPU type, hinted from ``first``."""
-    by_gpu: dict[str, list[cp_model.IntVar]] = {}
-    for key, p in b.pools.items():
-        by_gpu.setdefault(key.gpu, []).append(p.servers)
-    used = []
-    for gpu, servers in sorted(by_gpu.items()):
-        flag = model.new_bool_var(f"tiebreak:gpu_type_used[{gpu}]")
-        for n in servers:
-            model.add(n <= upper(n) * flag)
-        model.add(sum(servers) >= 1).only_enforce_if(flag)
-        model.add_hint(flag, any(first.value(n) > 0 for n in servers))
-        used.append(flag)
+    important first, with their bounds. Adds one Boolean per GPU vendor, hinted from ``first``."""
+    used = list(b.gpu_type_used.values())  # the model's own: hinted with the rest
+    vendors = []
+    for vendor in sorted(set(b.gpu_vendor.values())):
+        flag = model.new_bool_var(f"tiebreak:vendor_used[{vendor}]")
+        for gpu, type_flag in b.gpu_type_used.items():
+            if b.gpu_vendor[gpu] == vendor:
+                model.add_implication(type_flag, flag)
+        model.add_hint(flag, any(first.value(f) for g, f in b.gpu_type_used.items() if b.gpu_vendor[g] == vendor))
+        vendors.append(flag)
     starts = list(b.starts.values())
+    levels = [Level("vendors", sum(vendors), 0, len(vendors)), Level("gpu_types", sum(used), 0, len(used))]
+    if b.simplicity_tolerance > 0:  # within the tolerance: the cheapest of the simplest
+        top = math.floor(first.value(b.tco) * (1 + b.simplicity_tolerance))
+        levels.append(Level("tco", b.tco, min(top, math.floor(first.bound)), top, own_stage=True))
     return [
-        Level("gpu_types", sum(used), 0, len(used)),
+        *levels,
         Level("it_power_w", b.it_power_w, *expr_bounds(b.it_power_w)),
         Level("start_times", sum(starts), sum(lower(s) for s in starts), sum(upper(s) for s in starts)),
     ]
@@ -114,7 +123,7 @@ def stages(levels: list[Level]) -> list[list[tuple[int, Level]]]:
     out: list[list[tuple[int, Level]]] = []
     group: list[Level] = []
     for lv in (lv for lv in levels if lv.hi > lv.lo):
-        if group and _span([*group, lv]) >= SAFE_RANGE:
+        if group and (lv.own_stage or group[-1].own_stage or _span([*group, lv]) >= SAFE_RANGE):
             out.append(_weighted(group))
             group = []
         group.append(lv)

@@ -34,6 +34,14 @@ class Finance(Strict):
     ops_usd_per_server_year: float = Field(
         default=0.0, ge=0, le=1e7, description="staff and operations cost per server per year"
     )
+    ops_usd_per_gpu_type_year: float = Field(
+        default=25_000.0,
+        ge=0,
+        le=1e8,
+        description="what operating one more GPU type costs per year (estimate: an eighth of a loaded "
+        "engineer-year, about $200k, for qualifying its drivers and firmware, images, monitoring, spares "
+        "stock and vendor support); owned types only. 0: complexity is free",
+    )
     residual_value_share: float = Field(
         default=0.0, ge=0, le=1, description="share of server and network capex recovered by resale at the horizon"
     )
@@ -112,6 +120,13 @@ class Policy(Strict):
         default_factory=list,
         description="parts beyond current data-centre ones that may be planned with: end-of-life or "
         "announced parts, workstation, consumer (GeForce) or edge devices",
+    )
+    simplicity_tolerance: float = Field(
+        default=0.01,
+        ge=0,
+        le=0.5,
+        description="share of the lowest TCO worth paying for a simpler fleet: among plans within it, the one "
+        "with the fewest vendors, then GPU types, is chosen (the cheapest of those); 0: the cheapest plan",
     )
     purchases: Literal["auto", "upfront", "yearly"] = Field(
         default="auto",
