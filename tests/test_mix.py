@@ -23,6 +23,10 @@ name: mix
 horizon_years: 3
 catalog:
   exclude: [{exclude}]
+finance:
+  ops_usd_per_gpu_type_year: 0  # routing across types is what these tests are about
+policy:
+  simplicity_tolerance: 0
 {extra}
 inference:
   - name: chat
@@ -49,7 +53,7 @@ def routed():
 
 
 def test_routing_splits_a_mix_cheaper_than_any_single_kind(routed):
-    single = solve_text(_service(MIX, "policy:\n  max_gpu_types: 1"))
+    single = solve_text(_service(MIX, "  max_gpu_types: 1"))
     assert routed.status == single.status == "optimal"
     assert routed.verification == [] and single.verification == []
     assert routed.tco_usd < single.tco_usd

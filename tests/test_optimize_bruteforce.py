@@ -57,6 +57,7 @@ catalog:
   exclude: [{", ".join(exclude)}]
 policy:
   allow: [end-of-life, consumer, workstation]  # the random GPU sets include such cards on purpose
+  simplicity_tolerance: 0  # the least TCO, which the enumeration finds
 inference:
   - name: svc
     model: {model}
@@ -126,7 +127,7 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         fit = servers_per_rack(s, p.site.rack_units, p.site.rack_power_kw)
         racks += 0 if fit is None else math.ceil(n / fit)  # desk-side and edge chassis need no rack
         it_w += n * s.power_w
-        items.append(LineItem("server", "", "", n, s.server_price_usd, s.server_power_w))
+        items.append(LineItem("server", "", "", n, s.server_price_usd, s.server_power_w, gpu=key.gpu))
         if s.nics_per_server:
             ports[key.fabric] += n * s.nics_per_server
             items.append(LineItem("network", "", "", n * s.nics_per_server, s.nic_price_usd, s.nic_power_w))

@@ -13,7 +13,7 @@ from planner.catalog import load_catalog
 from planner.io.problem_io import load_problem
 from planner.optimize import tiebreak
 from planner.optimize.built import Built, PoolVars
-from planner.optimize.model import build
+from planner.optimize.model import build, gpu_type_flags
 from planner.optimize.solve import Solved, _run, solve
 from planner.optimize.tiebreak import Level, break_ties, solve_built, stages
 from planner.pipeline import assemble_plan, prepare
@@ -40,6 +40,8 @@ def _tiny(job_window: tuple[int, int] | None = None) -> Built:
         b.pools[key] = PoolVars(pool_spec(catalog, key), n, r, 1)
     servers = {k: p.servers for k, p in b.pools.items()}
     m.add(sum(servers.values()) >= 2)
+    gpu_type_flags(b)  # one literal per GPU type, as the model builder makes them
+    b.gpu_vendor = {gpu: catalog.gpus[gpu].vendor for gpu in b.gpu_type_used}
     b.it_power_w = 100 * servers[A1] + 400 * servers[A2] + 150 * servers[B]
     b.tco = 10 * sum(servers.values()) + 3 * sum(p.racks for p in b.pools.values())
     if job_window is not None:

@@ -47,7 +47,7 @@ def build(
     _training(b, problem, workloads)
     serving(b, problem, workloads, relax)
     _gpu_use(b)
-    _gpu_types(b)
+    gpu_type_flags(b)
     b.gpu_vendor = {g: catalog.gpus[g].vendor for g in b.gpu_type_used}
     b.simplicity_tolerance = problem.policy.simplicity_tolerance
     _network(b, problem, catalog)
@@ -168,7 +168,7 @@ def _gpu_use(b: Built) -> None:
         m.add_cumulative(runs, demands, free)
 
 
-def _gpu_types(b: Built) -> None:
+def gpu_type_flags(b: Built) -> None:
     """One literal per owned GPU type: true exactly when some pool of that GPU has a server
     (what the type-count limit, the per-type operations cost and the tie-breaks count)."""
     m = b.model
