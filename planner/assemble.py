@@ -7,13 +7,14 @@ from planner import units as u
 from planner.bom import PoolKey, pool_spec
 from planner.catalog import Catalog
 from planner.context import Context
-from planner.finance import Rates, summarize
+from planner.finance import LineItem, Rates, summarize
 from planner.limits.measure import measure
 from planner.limits.table import constraint_rows
 from planner.optimize.built import Built
 from planner.optimize.readback import ReadBack, read_back
 from planner.optimize.solve import Solved
 from planner.part_notes import part_notes
+from planner.pricing import server_unit_tco_usd
 from planner.schema.plan import AdviceRow, CashFlowRow, Plan, PurchaseRow
 from planner.schema.problem import Problem
 
@@ -23,14 +24,14 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
     rb = read_back(built, solved, p, catalog)
     rates = Rates.of(p)
     money = summarize(rb.items, rates, _rent_by_year(rb, rates))
-    # the most IT power installed in any year (purchases by year add up; retired ones leave)
-    it_w = max(
-        (
-            sum(li.power_w for li in rb.items if k in rates.service_years(li.year, li.life_years))
-            for k in range(1, p.horizon_years + 1)
-        ),
-        default=0.0,
-    )
+
+    # the most IT (and facility) power installed in any year (purchases by year add up; retired ones leave)
+    def installed(k: int) -> list[LineItem]:
+        return [li for li in rb.items if k in rates.service_years(li.year, li.life_years)]
+
+    years = range(1, p.horizon_years + 1)
+    it_w = max((sum(li.power_w for li in installed(k)) for k in years), default=0.0)
+    facility_w = max((sum(li.power_w * (li.pue or p.finance.pue) for li in installed(k)) for k in years), default=0.0)
     gpus: dict[str, int] = {}
     for row in rb.servers:
         gpus[row.gpu] = gpus.get(row.gpu, 0) + row.count * row.gpus_per_server
@@ -47,10 +48,11 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
         opex_usd_per_year=round(money.opex_usd_per_year, 2),
         tco_breakdown_usd={k: round(v, 2) for k, v in money.breakdown_usd.items()},
         it_power_kw=round(u.kw(it_w), 3),
-        facility_power_kw=round(u.facility_kw(it_w, p.finance.pue), 3),
+        facility_power_kw=round(u.kw(facility_w), 3),
         racks=rb.racks,
         rack_units=rb.rack_units,
         max_rack_power_kw=round(u.kw(rb.max_rack_power_w), 3),
+        max_air_rack_power_kw=round(u.kw(rb.max_air_rack_power_w), 3),
         max_rack_units=rb.max_rack_units,
         gpus=dict(sorted(gpus.items())),
         servers=rb.servers,
@@ -137,8 +139,7 @@ def _attribute_costs(rb: ReadBack, p: Problem, catalog: Catalog, rates: Rates) -
         if (row.server, row.gpu, row.fabric) in per_gpu:
             continue  # bought again in a later year: priced like the first purchase
         spec = pool_spec(catalog, PoolKey(row.server, row.gpu, row.fabric))
-        unit = rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server")
-        unit += spec.nics_per_server * rates.unit_tco_usd(spec.nic_price_usd, spec.nic_power_w, "network")
+        unit = server_unit_tco_usd(spec, catalog, p, rates)
         unit += rack * row.racks / row.count
         per_gpu[(row.server, row.gpu, row.fabric)] = unit / row.gpus_per_server
     horizon_days = p.horizon_years * 365.0

@@ -25,6 +25,7 @@ from planner.schema.catalog import (
     FabricsFile,
     Gpu,
     GpusFile,
+    LiquidCooling,
     LlmModel,
     ModelsFile,
     Rack,
@@ -56,6 +57,7 @@ class Catalog:
     models: dict[str, LlmModel]
     efficiency: EfficiencyFile
     rack: Rack
+    liquid_cooling: LiquidCooling
     price_overrides_usd: dict[str, float] = field(default_factory=dict)
     rentals: dict[str, Rental] = field(default_factory=dict)
     rent_overrides_usd: dict[str, float] = field(default_factory=dict)
@@ -174,7 +176,9 @@ def load_catalog() -> Catalog:
     models = _index(_read("models.yaml", ModelsFile).models, "model")
     efficiency = _read("efficiency.yaml", EfficiencyFile)
     rentals = {r.gpu: r for r in _read("cloud.yaml", CloudFile).rentals}
-    catalog = Catalog(gpus, servers, fabrics, models, efficiency, servers_file.rack, rentals=rentals)
+    catalog = Catalog(
+        gpus, servers, fabrics, models, efficiency, servers_file.rack, servers_file.liquid_cooling, rentals=rentals
+    )
     _check_consistent(catalog)
     return catalog
 

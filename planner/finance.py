@@ -25,7 +25,7 @@ from planner import units as u
 from planner.schema.problem import Problem
 
 HOURS_PER_YEAR = 8760.0
-CATEGORIES = ("server", "network", "rack")
+CATEGORIES = ("server", "network", "rack", "cooling")
 MAINTAINED = frozenset({"server", "network"})
 
 
@@ -66,9 +66,10 @@ class Rates:
         """Present value of 1 USD paid at the end of each year 1..horizon."""
         return sum(self.discount_factor(k) for k in range(1, self.horizon_years + 1))
 
-    def energy_usd_per_year(self, power_w: float) -> float:
+    def energy_usd_per_year(self, power_w: float, pue: float | None = None) -> float:
+        """``pue``: the facility PUE where this equipment stands (none: ``finance.pue``)."""
         kw = u.kw(power_w)
-        return kw * self.utilization * HOURS_PER_YEAR * self.electricity_usd_per_kwh * self.pue
+        return kw * self.utilization * HOURS_PER_YEAR * self.electricity_usd_per_kwh * (pue or self.pue)
 
     def colocation_usd_per_year(self, power_w: float) -> float:
         return u.kw(power_w) * self.colocation_usd_per_kw_month * 12
@@ -106,22 +107,30 @@ class Rates:
         end = self.horizon_years if life_years is None else min(self.horizon_years, bought_year + life_years)
         return range(bought_year + 1, end + 1)
 
-    def running_usd_per_year(self, price_usd: float, power_w: float, category: str) -> float:
+    def running_usd_per_year(self, price_usd: float, power_w: float, category: str, pue: float | None = None) -> float:
         return (
-            self.energy_usd_per_year(power_w)
+            self.energy_usd_per_year(power_w, pue)
             + self.colocation_usd_per_year(power_w)
             + self.maintenance_usd_per_year(price_usd, category)
             + self.ops_usd_per_year(category)
         )
 
     def unit_tco_usd(
-        self, price_usd: float, power_w: float, category: str, bought_year: int = 0, life_years: int | None = None
+        self,
+        price_usd: float,
+        power_w: float,
+        category: str,
+        bought_year: int = 0,
+        life_years: int | None = None,
+        pue: float | None = None,
     ) -> float:
         """Present value over the horizon of buying one unit (at the start of operating year
         ``bought_year + 1``) and running it for its service years; resale only if it is still in
         service at the horizon."""
         years = self.service_years(bought_year, life_years)
-        running = sum(self.discount_factor(k) for k in years) * self.running_usd_per_year(price_usd, power_w, category)
+        running = sum(self.discount_factor(k) for k in years) * self.running_usd_per_year(
+            price_usd, power_w, category, pue
+        )
         alive = bool(years) and years[-1] == self.horizon_years
         resale = self.residual_usd(price_usd, category) * self.discount_factor(self.horizon_years) if alive else 0.0
         return price_usd * self.discount_factor(bought_year) + running - resale
@@ -141,6 +150,7 @@ class LineItem:
     life_years: int | None = None  # years in service; None: to the horizon
     sunk: bool = False  # already owned (--keep): no capex now; it still runs, is maintained and resold
     gpu: str = ""  # a server's GPU type (each owned type adds its yearly operations cost)
+    pue: float | None = None  # facility PUE where it stands (liquid-cooled racks); none: finance.pue
 
     @property
     def extended_price_usd(self) -> float:
@@ -178,8 +188,8 @@ def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float
     types = len({li.gpu for li in items if li.category == "server" and li.gpu})
     fleet_ops = types * rates.ops_usd_per_gpu_type_year
     horizon = rates.horizon_years
-    bucket = {"server": "servers", "network": "network", "rack": "racks"}
-    breakdown = dict.fromkeys(("servers", "network", "racks", "energy", "colocation", "maintenance"), 0.0)
+    bucket = {"server": "servers", "network": "network", "rack": "racks", "cooling": "cooling"}
+    breakdown = dict.fromkeys(("servers", "network", "racks", "cooling", "energy", "colocation", "maintenance"), 0.0)
     breakdown |= {"operations": 0.0, "rent": 0.0, "residual": 0.0}
     capex = [0.0] * (horizon + 1)
     owned = [0.0] * (horizon + 1)  # owned hardware's running cost, by year
@@ -195,8 +205,8 @@ def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float
         back[horizon] += resale
         for k in years:
             d = rates.discount_factor(k)
-            owned[k] += q * rates.running_usd_per_year(price, watts, li.category)
-            breakdown["energy"] += q * rates.energy_usd_per_year(watts) * d
+            owned[k] += q * rates.running_usd_per_year(price, watts, li.category, li.pue)
+            breakdown["energy"] += q * rates.energy_usd_per_year(watts, li.pue) * d
             breakdown["colocation"] += q * rates.colocation_usd_per_year(watts) * d
             breakdown["maintenance"] += q * rates.maintenance_usd_per_year(price, li.category) * d
             breakdown["operations"] += q * rates.ops_usd_per_year(li.category) * d

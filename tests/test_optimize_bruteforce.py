@@ -124,7 +124,7 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         n = math.ceil(n_gpus / s.gpus_per_server)
         if n > pool_limit(p, catalog, key)[0]:
             return None
-        fit = servers_per_rack(s, p.site.rack_units, p.site.rack_power_kw)
+        fit = servers_per_rack(s, p.site)
         racks += 0 if fit is None else math.ceil(n / fit)  # desk-side and edge chassis need no rack
         it_w += n * s.power_w
         items.append(LineItem("server", "", "", n, s.server_price_usd, s.server_power_w, gpu=key.gpu))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planner.limits.base import Family, Limit, Measured
 from planner.limits.policy import MaxGpuTypes, Stock
-from planner.limits.site import Budget, RackPower, Racks, RackUnits, SitePower
+from planner.limits.site import AirRackPower, Budget, RackPower, Racks, RackUnits, SitePower
 from planner.limits.workloads import Deadline, ServiceRate, ServiceTpot, ServiceTtft
 
 FAMILIES: list[Family] = [
@@ -16,6 +16,7 @@ FAMILIES: list[Family] = [
     Racks(),
     RackPower(),
     RackUnits(),
+    AirRackPower(),
     Deadline(),
     ServiceRate(),
     ServiceTtft(),

@@ -37,6 +37,7 @@ def measure(problem: Problem, plan: Plan) -> Measured:
         gpu_types=len({r.gpu for r in plan.servers if r.count}),
         server_price_usd=max((r.unit_price_usd for r in plan.servers), default=0.0),
         server_facility_kw=max((u.facility_kw(r.unit_power_w, problem.finance.pue) for r in plan.servers), default=0),
+        extra={"max_air_rack_kw": plan.max_air_rack_power_kw},
     )
     by_year: dict[tuple[str, int], int] = defaultdict(int)
     for r in plan.servers:

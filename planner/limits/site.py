@@ -46,7 +46,8 @@ class Budget(Family):
 
 
 class SitePower(Family):
-    """Facility power (IT nameplate x PUE) in the peak year against ``site.power_kw``."""
+    """Facility power (IT nameplate x its PUE: liquid-cooled racks at the liquid PUE) in the peak
+    year against ``site.power_kw``."""
 
     pattern, unit, prunes_options = "site_power", "kw", False
 
@@ -61,9 +62,8 @@ class SitePower(Family):
         return round(m.server_facility_kw, 3) or round(limit.value * 0.05, 3)
 
     def add(self, b: Built, problem: Problem, catalog: Catalog, limit: Limit, slack: Any) -> None:
-        pue = u.pue_milli(problem.finance.pue)
-        for it_w in b.it_power_w_by_year:  # every year: purchases by year add up, retired ones leave
-            b.model.add(it_w * pue <= u.site_power_limit(limit.value) + slack).with_name(limit.name)
+        for facility in b.facility_w_by_year:  # every year: purchases by year add up, retired ones leave
+            b.model.add(facility <= u.site_power_limit(limit.value) + slack).with_name(limit.name)
 
     def slack_bound(self, limit: Limit) -> int:
         return u.site_power_limit(limit.value) * 1000
@@ -129,3 +129,17 @@ class RackUnits(Family):
 
     def step(self, limit: Limit, m: Measured, catalog: Catalog) -> float:
         return 1
+
+
+class AirRackPower(Family):
+    """The fullest air-cooled rack's IT power against ``site.air_rack_power_kw`` (what fans and
+    room air can shed). Enforced as rack power is: an air-cooled pool's servers per rack are
+    sized to it."""
+
+    pattern, unit = "air_rack_power", "kw"
+
+    def limits(self, problem: Problem, catalog: Catalog) -> list[Limit]:
+        return [Limit("air_rack_power", "site.air_rack_power_kw", problem.site.air_rack_power_kw)]
+
+    def used(self, m: Measured, limit: Limit) -> float:
+        return m.extra.get("max_air_rack_kw", 0.0)

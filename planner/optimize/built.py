@@ -62,6 +62,8 @@ class Built:
     it_power_w: Expr = 0  # the peak: every pool at its most servers
     it_power_w_by_year: list[Expr] = field(default_factory=list)
     total_racks: Expr = 0
+    paid_racks: Expr = 0  # racks beyond the site's existing ones (what racks cost)
+    facility_w_by_year: list[Expr] = field(default_factory=list)  # IT power x its PUE, in watts x PUE_SCALE
     tco: Expr = 0
 
 

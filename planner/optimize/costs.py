@@ -7,7 +7,7 @@ from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.optimize.built import Built, Expr
 from planner.options.types import InferenceOption, TrainingOption
-from planner.pricing import server_price_usd
+from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import Problem
 
 
@@ -44,27 +44,32 @@ def objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> Exp
     """TCO in whole dollars: each unit's price plus its discounted running costs."""
     life = problem.finance.hardware_lifetime_years if b.periods > 1 else None
 
-    def unit(price: float, power_w: float, category: str, year: int = 0, years: int | None = None) -> int:
-        return u.usd(rates.unit_tco_usd(round(price), power_w, category, year, years))
+    def unit(
+        price: float, power_w: float, category: str, year: int = 0, years: int | None = None, pue: float | None = None
+    ) -> int:
+        return u.usd(rates.unit_tco_usd(round(price), power_w, category, year, years, pue))
 
     tco: Expr = 0
     for p in b.pools.values():
         s = p.spec
+        pue = pool_pue(s, catalog, problem)
         for y, bought in enumerate(p.bought):
             price = server_price_usd(s, catalog, problem, y)
-            tco += unit(price, s.server_power_w, "server", y, life) * bought
-            tco += unit(s.nic_price_usd, s.nic_power_w, "network", y, life) * s.nics_per_server * bought
-        tco += unit(catalog.rack.price.usd, 0, "rack") * p.racks
+            tco += unit(price, s.server_power_w, "server", y, life, pue) * bought
+            tco += unit(s.nic_price_usd, s.nic_power_w, "network", y, life, pue) * s.nics_per_server * bought
+            if s.cooling_price_usd:
+                tco += unit(s.cooling_price_usd, 0, "cooling", y, life) * bought
     for f in b.fabrics.values():
         fab = f.fabric
         assert fab.switch_price and fab.cable_price
         tco += unit(fab.switch_price.usd, fab.switch_power_w, "network") * (f.leaves + f.spines)
         tco += unit(fab.cable_price.usd, 0, "network") * (f.ports + f.uplinks)
-        tco += unit(catalog.rack.price.usd, 0, "rack") * f.racks
+    tco += unit(catalog.rack.price.usd, 0, "rack") * b.paid_racks  # the site's own racks are free
     per_type = rates.ops_usd_per_gpu_type_year * rates.annuity  # each owned type, every year
     tco += sum(u.usd(per_type) * flag for flag in b.gpu_type_used.values())
     for key, (have, have_racks) in b.kept.items():  # their prices are sunk; running them is not
         s = b.pools[key].spec
         tco -= (u.usd(s.server_price_usd) + u.usd(s.nic_price_usd) * s.nics_per_server) * have
+        tco -= u.usd(s.cooling_price_usd) * have
         tco -= u.usd(round(catalog.rack.price.usd)) * have_racks
     return tco

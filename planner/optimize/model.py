@@ -25,7 +25,7 @@ from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.serving import service_floors, serving
 from planner.options.types import TrainingOption, WorkloadOptions
-from planner.pricing import server_price_usd
+from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import Problem
 
 
@@ -78,7 +78,7 @@ def _pools(
         limit, _ = pool_limit(problem, catalog, key, ignore=relax)
         have, have_racks = b.kept.get(key, (0, 0))
         limit = max(limit, have)
-        fit = servers_per_rack(spec, site.rack_units, site.rack_power_kw)
+        fit = servers_per_rack(spec, site)
         n = m.new_int_var(0, limit, f"servers[{key.label()}]")
         r = m.new_int_var(0, 0 if fit is None else math.ceil(limit / fit), f"racks[{key.label()}]")
         if fit is not None:  # homogeneous racks: each holds `fit` servers of this pool (units, power)
@@ -215,7 +215,7 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
 
 
 def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
-    """The quantities site and money limits bound: capex, IT power by year, racks."""
+    """The quantities site and money limits bound: capex, IT and facility power by year, racks."""
     rack_price = u.usd(catalog.rack.price.usd)
     capex: Expr = 0
     power: Expr = 0
@@ -224,8 +224,17 @@ def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
         for y, bought in enumerate(p.bought):
             capex += u.usd(server_price_usd(p.spec, catalog, problem, y)) * bought
             capex += u.usd(p.spec.nic_price_usd) * p.spec.nics_per_server * bought
+            capex += u.usd(p.spec.cooling_price_usd) * bought
         racks += p.racks
     by_year = [sum(u.watts_up(p.spec.power_w) * p.installed[y] for p in b.pools.values()) for y in range(b.periods)]
+    air = u.pue_milli(problem.finance.pue)
+    facility = [
+        sum(
+            u.pue_milli(pool_pue(p.spec, catalog, problem)) * u.watts_up(p.spec.power_w) * p.installed[y]
+            for p in b.pools.values()
+        )
+        for y in range(b.periods)
+    ]
     for f in b.fabrics.values():
         fab = f.fabric
         assert fab.switch_price and fab.cable_price
@@ -233,11 +242,19 @@ def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
         capex += u.usd(fab.cable_price.usd) * (f.ports + f.uplinks)
         power += u.watts_up(fab.switch_power_w) * (f.leaves + f.spines)
         racks += f.racks
-    capex += rack_price * racks
+    paid: Expr = racks
+    existing = problem.site.existing_racks
+    if existing:  # the site's own racks cost nothing
+        most = sum(upper(p.racks) for p in b.pools.values()) + sum(upper(f.racks) for f in b.fabrics.values())
+        paid = b.model.new_int_var(0, max(0, most - existing), "paid_racks")
+        b.model.add(paid >= racks - existing)
+    capex += rack_price * paid
     for key, (have, have_racks) in b.kept.items():  # sunk: bought before this plan
         spec = b.pools[key].spec
         capex -= (u.usd(spec.server_price_usd) + u.usd(spec.nic_price_usd) * spec.nics_per_server) * have
+        capex -= u.usd(spec.cooling_price_usd) * have
         capex -= rack_price * have_racks
     peak = sum(u.watts_up(p.spec.power_w) * p.servers for p in b.pools.values())
-    b.capex, b.it_power_w, b.total_racks = capex, power + peak, racks
+    b.capex, b.it_power_w, b.total_racks, b.paid_racks = capex, power + peak, racks, paid
     b.it_power_w_by_year = [power + servers_w for servers_w in by_year]
+    b.facility_w_by_year = [air * power + servers_w for servers_w in facility]

@@ -11,7 +11,7 @@ from planner.finance import LineItem
 from planner.optimize.built import Built
 from planner.optimize.solve import Solved
 from planner.options.types import InferenceOption
-from planner.pricing import decline_per_year, server_price_usd
+from planner.pricing import decline_per_year, pool_pue, server_price_usd
 from planner.schema.model_ref import ConfigModel
 from planner.schema.plan import BucketRoute, InferenceRow, ReplicaRow, RouteShare, ServerRow, TrainingRow
 from planner.schema.problem import InferenceService, Problem
@@ -28,6 +28,7 @@ class ReadBack:
     rack_units: int
     max_rack_power_w: float
     max_rack_units: int
+    max_air_rack_power_w: float = 0.0
 
 
 @dataclass
@@ -38,12 +39,17 @@ class _Racks:
     rack_units: int = 0
     max_rack_w: float = 0.0
     max_rack_u: int = 0
+    max_air_rack_w: float = 0.0  # the fullest air-cooled rack (switches are air-cooled)
 
-    def add(self, racks: int, units_total: int, unit_height: int, in_one: int, unit_w: float) -> None:
+    def add(
+        self, racks: int, units_total: int, unit_height: int, in_one: int, unit_w: float, cooling: str = "air"
+    ) -> None:
         self.racks += racks
         self.rack_units += units_total * unit_height
         self.max_rack_w = max(self.max_rack_w, in_one * unit_w)
         self.max_rack_u = max(self.max_rack_u, in_one * unit_height)
+        if cooling == "air":
+            self.max_air_rack_w = max(self.max_air_rack_w, in_one * unit_w)
 
 
 def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBack:
@@ -60,6 +66,7 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
         racks=racks.racks,
         rack_units=racks.rack_units,
         max_rack_power_w=racks.max_rack_w,
+        max_air_rack_power_w=racks.max_air_rack_w,
         max_rack_units=racks.max_rack_u,
     )
 
@@ -78,7 +85,8 @@ def _servers(
         spec = p.spec
         pool_racks = s.value(p.racks)
         in_racks = n if p.fit_per_rack else 0  # a workstation or edge box fills no rack
-        racks.add(pool_racks, in_racks, spec.rack_units, min(n, p.fit_per_rack), spec.power_w)
+        racks.add(pool_racks, in_racks, spec.rack_units, min(n, p.fit_per_rack), spec.power_w, spec.chassis.cooling)
+        pue = pool_pue(spec, catalog, problem) if spec.chassis.cooling == "liquid" else None
         gpu = catalog.gpus[key.gpu]
         price_note = (
             "GPU price: your quote (catalog.prices_usd)"
@@ -129,8 +137,25 @@ def _servers(
                     life_years=life,
                     sunk=owned,
                     gpu=key.gpu,
+                    pue=pue,
                 )
             )
+            if spec.cooling_price_usd:
+                lc = catalog.liquid_cooling.price_usd_per_kw
+                items.append(
+                    LineItem(
+                        "cooling",
+                        f"Direct liquid cooling for one {key.server} ({u.kw(spec.power_w):.1f} kW)",
+                        f"liquid-cooling:{key.server}",
+                        count,
+                        spec.cooling_price_usd,
+                        0.0,
+                        f"estimate: ${lc.usd:,.0f}/kW ({lc.source.title})",
+                        year=y,
+                        life_years=life,
+                        sunk=owned,
+                    )
+                )
             if spec.nics_per_server:
                 fab = catalog.fabrics[key.fabric]
                 assert fab.nic_price
@@ -146,6 +171,7 @@ def _servers(
                         year=y,
                         life_years=life,
                         sunk=owned,
+                        pue=pue,
                     )
                 )
     return servers, items
@@ -222,6 +248,14 @@ def _rack_items(b: Built, s: Solved, problem: Problem, catalog: Catalog, racks: 
         last = items.pop()
         items.append(replace(last, quantity=last.quantity - owned_racks))
         items.append(replace(last, quantity=owned_racks, notes="already owned (--keep)", sunk=True))
+        items = [li for li in items if li.quantity]
+    existing = min(racks - owned_racks, problem.site.existing_racks)
+    if existing:  # the site's own racks: listed, not bought
+        first = items.pop(0)
+        items.insert(0, replace(first, quantity=first.quantity - existing))
+        items.insert(
+            1, replace(first, quantity=existing, notes="the site's existing racks (site.existing_racks)", sunk=True)
+        )
         items = [li for li in items if li.quantity]
     return items
 

@@ -15,6 +15,7 @@ from planner.finance import Rates
 from planner.optimize.built import Built, Expr, upper
 from planner.optimize.costs import rent_pv_usd
 from planner.options.types import InferenceOption, WorkloadOptions
+from planner.pricing import pool_pue, server_unit_tco_usd
 from planner.schema.problem import InferenceService, Problem
 
 
@@ -74,6 +75,7 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
     reps: list[tuple[InferenceOption, list[cp_model.IntVar]]] = []
     routes: dict[tuple[int, int, int], cp_model.IntVar] = {}
     coef: dict[tuple[int, int, int], int] = {}
+    loads: dict[tuple[int, int], cp_model.IntVar] = {}
     for i, o in enumerate(w.inference):
         rs = []
         for y, rate in enumerate(demand):
@@ -90,11 +92,14 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
             if o.colocated_factor < 1:
                 most = math.ceil(most / max(o.colocated_factor, 1e-3))
             r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + svc.spare_replicas, f"replicas[{w.name}#{i}@{y}]")
-            load = sum(c * z for c, z in terms)
+            # the replica-time the kind's routed slices take (more when it serves several buckets)
+            load = m.new_int_var(0, most, f"load[{w.name}#{i}@{y}]")
+            m.add(load >= sum(c * z for c, z in terms))
             m.add(load <= LOAD_PER_REPLICA * r).with_name(f"service:{w.name}:load#{i}@{y}")
             rs.append(r)
+            loads[(i, y)] = load
         reps.append((o, rs))
-        _colocation(b, w.name, i, o, routes, coef, rs, slices)
+        _colocation(b, w.name, i, o, routes, coef, [loads[(i, y)] for y in range(len(demand))], slices)
     b.serve[w.name] = reps
     b.routes[w.name] = routes
     b.serve_rates[w.name] = (u.rps_up(demand[-1]), svc.spare_replicas, [])
@@ -106,7 +111,7 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
         if svc.spare_replicas:
             # k whole replicas beyond the routed load, of kinds already serving
             total = sum(rs[y] for _, rs in reps)
-            busy = sum(coef[key] * z for key, z in routes.items() if key[2] == y)
+            busy = sum(load for (_, yy), load in loads.items() if yy == y)
             m.add(LOAD_PER_REPLICA * total >= busy + LOAD_PER_REPLICA * svc.spare_replicas).with_name(
                 f"service:{w.name}:spare@{y}"
             )
@@ -119,7 +124,7 @@ def _colocation(
     o: InferenceOption,
     routes: dict[tuple[int, int, int], cp_model.IntVar],
     coef: dict[tuple[int, int, int], int],
-    rs: list[cp_model.IntVar],
+    loads: list[cp_model.IntVar],
     slices: int,
 ) -> None:
     """A kind serving more than one bucket runs slower on each: prompts of other sizes lengthen
@@ -138,12 +143,13 @@ def _colocation(
     if o.colocated_factor <= 0:
         m.add(shared == 0)
         return
-    for y, r in enumerate(rs):
+    for y, load in enumerate(loads):
         terms = [
             (math.ceil(c / o.colocated_factor), routes[key]) for key, c in coef.items() if key[0] == i and key[2] == y
         ]
-        load = sum(c * z for c, z in terms)
-        m.add(load <= LOAD_PER_REPLICA * r).only_enforce_if(shared).with_name(f"service:{name}:colocated#{i}@{y}")
+        m.add(load >= sum(c * z for c, z in terms)).only_enforce_if(shared).with_name(
+            f"service:{name}:colocated#{i}@{y}"
+        )
 
 
 def slice_load(bucket_rps: float, slices: int, replica_rps: float) -> int:
@@ -206,9 +212,14 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
     """
     site_per_gpu: dict[PoolKey, int] = {}
     for key, p in b.pools.items():
-        server = rates.unit_tco_usd(p.spec.server_price_usd, p.spec.server_power_w, "server")
+        server = server_unit_tco_usd(p.spec, catalog, problem, rates)
+        pue = pool_pue(p.spec, catalog, problem)
+        server -= p.spec.nics_per_server * rates.unit_tco_usd(
+            p.spec.nic_price_usd, p.spec.nic_power_w, "network", pue=pue
+        )
         rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
-        rack_share = rack / p.fit_per_rack if p.fit_per_rack else 0.0
+        # racks the site already has cost nothing: no share of one is certain
+        rack_share = rack / p.fit_per_rack if p.fit_per_rack and not problem.site.existing_racks else 0.0
         site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
     for name, per_year in b.serve.items():
         need, spare, pers = b.serve_rates[name]

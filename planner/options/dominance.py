@@ -23,6 +23,7 @@ from planner.bom import PoolKey, pool_spec, servers_per_rack
 from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.options.types import TrainingOption
+from planner.pricing import server_unit_tco_usd
 from planner.schema.problem import Problem
 
 
@@ -39,9 +40,8 @@ def standalone(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Rat
     spec = pool_spec(catalog, o.pool)
     rack_price = round(catalog.rack.price.usd)
     return Footprint(
-        tco_usd=rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server")
-        + rates.unit_tco_usd(rack_price, 0, "rack"),
-        capex_usd=spec.server_price_usd + rack_price,
+        tco_usd=server_unit_tco_usd(spec, catalog, problem, rates) + rates.unit_tco_usd(rack_price, 0, "rack"),
+        capex_usd=spec.server_price_usd + spec.cooling_price_usd + rack_price,
         power_w=spec.power_w,
         racks=1,
     )
@@ -54,14 +54,14 @@ def least_added(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Ra
     assert fabric.cable_price is not None
     n = o.gpus // spec.gpus_per_server
     cable = round(fabric.cable_price.usd)
-    per_server_tco = rates.unit_tco_usd(spec.server_price_usd, spec.server_power_w, "server") + spec.nics_per_server * (
-        rates.unit_tco_usd(spec.nic_price_usd, spec.nic_power_w, "network") + rates.unit_tco_usd(cable, 0, "network")
-    )
+    per_server_tco = server_unit_tco_usd(spec, catalog, problem, rates)
+    per_server_tco += spec.nics_per_server * rates.unit_tco_usd(cable, 0, "network")
     site = problem.site
-    fit = servers_per_rack(spec, site.rack_units, site.rack_power_kw)
+    fit = servers_per_rack(spec, site)
     return Footprint(
         tco_usd=n * per_server_tco,
-        capex_usd=n * (spec.server_price_usd + spec.nics_per_server * (spec.nic_price_usd + cable)),
+        capex_usd=n
+        * (spec.server_price_usd + spec.cooling_price_usd + spec.nics_per_server * (spec.nic_price_usd + cable)),
         power_w=n * spec.power_w,
         # racks are homogeneous per pool; another job's rack may have up to fit-1 free slots
         racks=0 if not fit else max(0, math.ceil((n - fit + 1) / fit)),

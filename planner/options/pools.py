@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from planner import units as u
-from planner.bom import PoolKey, max_ports, pool_spec, servers_per_rack
+from planner.bom import PoolKey, max_ports, pool_spec, pue_of, rack_power_kw, servers_per_rack
 from planner.catalog import Catalog
 from planner.pricing import server_price_usd
 from planner.schema.problem import Problem
@@ -27,11 +27,14 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     """
     spec = pool_spec(catalog, key)
     site = problem.site
-    fit = servers_per_rack(spec, site.rack_units, site.rack_power_kw)
+    cooling = spec.chassis.cooling
+    if cooling == "liquid" and site.cooling == "air":
+        return 0, f"{key.server} is liquid-cooled; site.cooling is air"
+    fit = servers_per_rack(spec, site)
     if fit == 0:
         return 0, (
             f"one {key.server} server ({spec.rack_units}U, {u.kw(spec.power_w):.1f} kW) does not fit "
-            f"a {site.rack_units}U / {site.rack_power_kw:g} kW rack"
+            f"a {site.rack_units}U / {rack_power_kw(cooling, site):g} kW {cooling}-cooled rack"
         )
     fabric = catalog.fabrics[key.fabric]
     bounds = [MAX_SERVERS_PER_POOL]
@@ -45,7 +48,8 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     if site.racks is not None and "racks" not in ignore and fit is not None:
         bounds.append(site.racks * fit)
     if site.power_kw is not None and "site_power" not in ignore:
-        bounds.append(int(u.w(site.power_kw) / problem.finance.pue // spec.power_w))
+        pue = pue_of(cooling, site, problem.finance.pue, catalog.liquid_cooling.pue)
+        bounds.append(int(u.w(site.power_kw) / pue // spec.power_w))
     if problem.finance.budget_usd is not None and "budget" not in ignore:
         cheapest = server_price_usd(spec, catalog, problem, problem.horizon_years - 1 if problem.yearly else 0)
         bounds.append(int(problem.finance.budget_usd // cheapest))

@@ -73,9 +73,7 @@ class Load:
         if state is None:
             return self._unstable(rate)
         tpot_p99 = state.tpot_quantile_s(0, 0.99)
-        return Latency(
-            state.ttft_s(0), state.iteration_s, state.ttft_quantile_s(0, 0.99), tpot_p99, state.batch, rate
-        )
+        return Latency(state.ttft_s(0), state.iteration_s, state.ttft_quantile_s(0, 0.99), tpot_p99, state.batch, rate)
 
     def state(self, rate: float) -> MixState | None:
         return mix_state(self.engine, [RequestClass(self.isl, self.osl, 1.0)], rate, self.max_running)

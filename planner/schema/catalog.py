@@ -142,6 +142,11 @@ class ServerChassis(Strict):
         ge=1,
         description="GPUs in one NVLink (scale-up) domain in this system; default: gpus_per_server",
     )
+    cooling: Literal["air", "liquid"] = Field(
+        default="air",
+        description="how its heat leaves: air (fans; racks capped at site.air_rack_power_kw) or liquid "
+        "(direct-to-chip: only on sites with liquid cooling, priced per kW, at the liquid PUE)",
+    )
     source: Source
     notes: str = ""
 
@@ -296,9 +301,18 @@ class GpusFile(Strict):
     gpus: list[Gpu]
 
 
+class LiquidCooling(Strict):
+    """What direct liquid cooling adds for a liquid-cooled rack, per kW of its IT power."""
+
+    price_usd_per_kw: Price = Field(description="capex per kW of liquid-cooled IT power (CDUs, piping, manifolds)")
+    pue: float = Field(ge=1, le=5, description="facility PUE where liquid carries the heat away")
+    pue_source: Source
+
+
 class ServersFile(Strict):
     schema_version: Literal[1] = 1
     rack: Rack
+    liquid_cooling: LiquidCooling
     servers: list[ServerChassis]
 
 

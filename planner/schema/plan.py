@@ -220,6 +220,7 @@ class Plan(Out):
     racks: int = 0
     rack_units: int = 0
     max_rack_power_kw: float = 0.0  # the fullest rack's IT power
+    max_air_rack_power_kw: float = 0.0  # the fullest air-cooled rack's IT power (site.air_rack_power_kw caps it)
     max_rack_units: int = 0  # the fullest rack's height
     gpus: dict[str, int] = Field(default_factory=dict)
     servers: list[ServerRow] = Field(default_factory=list)

@@ -73,6 +73,24 @@ class Site(Strict):
     racks: int | None = Field(default=None, ge=1, le=100_000, description="racks available; none: no cap")
     rack_units: int = Field(default=42, ge=1, le=60, description="per rack")
     rack_power_kw: float = Field(default=17.0, gt=0, le=1000, description="per rack, IT power")
+    cooling: Literal["air", "liquid", "both"] = Field(
+        default="both",
+        description="how the site removes heat: air only (liquid-cooled chassis such as NVL72 racks cannot be "
+        "planned), liquid only, or both",
+    )
+    air_rack_power_kw: float = Field(
+        default=40.0,
+        gt=0,
+        le=1000,
+        description="most IT power one air-cooled rack can shed (fans and room air; about 35-40 kW in practice): "
+        "caps air-cooled racks below rack_power_kw",
+    )
+    liquid_pue: float | None = Field(
+        default=None, ge=1, le=5, description="facility PUE of liquid-cooled racks; none: the catalog's (1.15)"
+    )
+    existing_racks: int = Field(
+        default=0, ge=0, le=100_000, description="racks the site already has, paid for: the first this many are free"
+    )
 
 
 class CatalogOptions(Strict):

@@ -124,9 +124,7 @@ def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str]) -> Serv
     return simulate_service(spec, requests, seed, stream, router)
 
 
-def report_json(
-    results: list[ServiceResult], requests: int, seed: int, router: str = "random"
-) -> dict[str, Any]:
+def report_json(results: list[ServiceResult], requests: int, seed: int, router: str = "random") -> dict[str, Any]:
     return {
         "services": [r.row for r in results],
         "requests_per_service": requests,

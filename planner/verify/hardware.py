@@ -26,6 +26,7 @@ class _Tally:
     capex_usd: float = 0.0
     ports: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     server_w: dict[int, float] = field(default_factory=dict)  # per operating year
+    facility_w: dict[int, float] = field(default_factory=dict)  # servers' power x their PUE, per year
     life: int | None = None  # years a server runs (plans by year)
 
 
@@ -33,7 +34,9 @@ def check_hardware(problem: Problem, catalog: Catalog, plan: Plan, errs: list[st
     """Server prices, rack fit, network size, power, racks and capex, each recomputed; the
     limits' quantities (capex, power, racks, the fullest rack, stock, GPU types) into ``m``."""
     years = range(1, problem.horizon_years + 1)
-    tally = _Tally(server_w=dict.fromkeys(years, 0.0), life=life_of(problem, plan))
+    tally = _Tally(
+        server_w=dict.fromkeys(years, 0.0), facility_w=dict.fromkeys(years, 0.0), life=life_of(problem, plan)
+    )
     pools: dict[PoolId, list[ServerRow]] = defaultdict(list)
     for row in plan.servers:
         pools[(row.server, row.gpu, row.fabric)].append(row)
@@ -46,9 +49,11 @@ def check_hardware(problem: Problem, catalog: Catalog, plan: Plan, errs: list[st
     if tally.racks != plan.racks:
         errs.append(f"racks: plan says {plan.racks}, rows add to {tally.racks}")
     owned_racks = sum(r.racks for r in plan.servers if r.owned)
-    tally.capex_usd += (tally.racks - owned_racks) * round(catalog.rack.price.usd)
+    existing = min(problem.site.existing_racks, tally.racks - owned_racks)  # the site's: free
+    tally.capex_usd += (tally.racks - owned_racks - existing) * round(catalog.rack.price.usd)
     _check_purchase(plan, tally.capex_usd, errs)
-    m.capex_usd, m.facility_kw, m.racks = tally.capex_usd, u.facility_kw(it_w, problem.finance.pue), tally.racks
+    facility_w = switch_w * problem.finance.pue + max(tally.facility_w.values(), default=0.0)
+    m.capex_usd, m.facility_kw, m.racks = tally.capex_usd, u.kw(facility_w), tally.racks
     for r in plan.servers:  # stock is per purchase year
         bought = sum(x.count * x.gpus_per_server for x in plan.servers if x.gpu == r.gpu and x.year == r.year)
         m.gpus_in_busiest_year[r.gpu] = max(bought, m.gpus_in_busiest_year.get(r.gpu, 0))
@@ -83,22 +88,34 @@ def _check_pool(
         nic_usd = fabric.nic_price.usd if fabric.nic_price and nics else 0.0
         tally.capex_usd += row.count * (price + nics * nic_usd)
     power = chassis.base_power_w + chassis.gpus_per_server * gpu.tdp_w + nics * fabric.nic_power_w
+    liquid = chassis.cooling == "liquid"
+    if liquid:
+        if site.cooling == "air":
+            errs.append(f"{server}: liquid-cooled, but site.cooling is air")
+        per_kw = catalog.liquid_cooling.price_usd_per_kw.usd
+        tally.capex_usd += sum(r.count for r in rows if not r.owned) * round(u.kw(power) * per_kw)
+    pue = (site.liquid_pue or catalog.liquid_cooling.pue) if liquid else fin.pue
     installed = {k: sum(r.count for r in rows if in_service(r.year, k, tally.life)) for k in tally.server_w}
     peak = max(installed.values())
     tally.ports[fid] += nics * peak
     for k in tally.server_w:
         tally.server_w[k] += power * installed[k]
+        tally.facility_w[k] += power * pue * installed[k]
     pool_racks = sum(r.racks for r in rows)
     tally.racks += pool_racks
     if not chassis.needs_rack:  # a desk-side or edge chassis: no rack, no rack limits
         if pool_racks:
             errs.append(f"{server}+{gpu_id}: stands outside racks, plan gives it {pool_racks}")
     else:
-        fit = min(site.rack_units // chassis.rack_units, int(u.w(site.rack_power_kw) // power))
+        # an air-cooled rack holds no more than air can shed
+        cap_kw = site.rack_power_kw if liquid else min(site.rack_power_kw, site.air_rack_power_kw)
+        fit = min(site.rack_units // chassis.rack_units, int(u.w(cap_kw) // power))
         if fit < 1 or pool_racks < math.ceil(peak / fit):
             need = math.ceil(peak / max(fit, 1))
             errs.append(f"{server}+{gpu_id}: {peak} servers need {need} racks, plan has {pool_racks}")
         m.max_rack_kw = max(m.max_rack_kw, u.kw(min(peak, fit) * power))
+        if not liquid:
+            m.extra["max_air_rack_kw"] = max(m.extra.get("max_air_rack_kw", 0.0), u.kw(min(peak, fit) * power))
         m.max_rack_units = max(m.max_rack_units, min(peak, fit) * chassis.rack_units)
     m.server_price_usd = max([m.server_price_usd, *(r.unit_price_usd for r in rows)])
     m.server_facility_kw = max(m.server_facility_kw, u.facility_kw(power, fin.pue))
@@ -130,8 +147,11 @@ def _check_network(
         tally.racks += net["racks"]
         if fabric.switch_price and fabric.cable_price:
             tally.capex_usd += switches * round(fabric.switch_price.usd) + net["cables"] * round(fabric.cable_price.usd)
-        fit = min(site.rack_units // fabric.switch_rack_units, int(u.w(site.rack_power_kw) // fabric.switch_power_w))
+        air_kw = min(site.rack_power_kw, site.air_rack_power_kw)  # switches are air-cooled
+        fit = min(site.rack_units // fabric.switch_rack_units, int(u.w(air_kw) // fabric.switch_power_w))
         m.max_rack_kw = max(m.max_rack_kw, u.kw(min(switches, fit) * fabric.switch_power_w))
+        in_one = u.kw(min(switches, fit) * fabric.switch_power_w)
+        m.extra["max_air_rack_kw"] = max(m.extra.get("max_air_rack_kw", 0.0), in_one)
         m.max_rack_units = max(m.max_rack_units, min(switches, fit) * fabric.switch_rack_units)
     missing = {f for f, n in tally.ports.items() if n} - {n["fabric"] for n in plan.network}
     if missing:
