@@ -23,9 +23,13 @@ def _plan(**overrides: object):
 
 @pytest.fixture(scope="module")
 def cheapest_and_single():
+    """The cheapest plan (several GPU types when types cost nothing to run) and the cheapest
+    with one type fewer."""
     cheapest = _plan(**{"policy.simplicity_tolerance": 0})
-    single = _plan(**{"policy.simplicity_tolerance": 0, "policy.max_gpu_types": 1})
-    assert len(cheapest.gpus) == 2 and len(single.gpus) == 1
+    types = len(cheapest.gpus)
+    assert types >= 2
+    single = _plan(**{"policy.simplicity_tolerance": 0, "policy.max_gpu_types": types - 1})
+    assert len(single.gpus) == types - 1 and single.tco_usd > cheapest.tco_usd
     return cheapest, single
 
 
@@ -38,7 +42,8 @@ def test_a_tolerance_above_the_premium_buys_the_simpler_fleet_and_says_what_it_c
     assert simpler.tco_usd == pytest.approx(single.tco_usd, abs=1.0)
     (row,) = [a for a in simpler.advice if a.kind == "simplicity"]
     assert row.usd == pytest.approx(premium, abs=2.0)
-    assert "1 GPU type" in row.message and "uses 2" in row.message
+    types = len(single.gpus)
+    assert f"{types} GPU type" in row.message and f"uses {len(cheapest.gpus)}" in row.message
     assert simpler.gap is not None and simpler.gap < 1e-9  # the proof is about the cheapest plan
 
 
@@ -50,12 +55,12 @@ def _vendors(plan) -> int:
 
 
 def test_a_tolerance_below_the_premium_keeps_two_types_and_prefers_one_vendor(cheapest_and_single):
-    """Below the one-type premium, two types stay; within the tolerance, fewer vendors win (the
+    """Below the premium of one type fewer, the types stay; within the tolerance, fewer vendors win (the
     cheapest plan mixes two vendors here), and any premium paid for that is said."""
     cheapest, single = cheapest_and_single
-    tolerance = round((single.tco_usd - cheapest.tco_usd) / cheapest.tco_usd - 0.01, 4)
+    tolerance = round((single.tco_usd - cheapest.tco_usd) / cheapest.tco_usd / 2, 5)
     kept = _plan(**{"policy.simplicity_tolerance": tolerance})
-    assert len(kept.gpus) == 2
+    assert len(kept.gpus) == len(cheapest.gpus)
     assert kept.tco_usd <= cheapest.tco_usd * (1 + tolerance) + 1.0
     assert _vendors(kept) <= _vendors(cheapest)
     premium = [a.usd for a in kept.advice if a.kind == "simplicity"]
@@ -75,12 +80,16 @@ def test_no_tolerance_is_the_cheapest_plan(cheapest_and_single):
 def test_each_owned_gpu_type_costs_its_operations_every_year(cheapest_and_single):
     cheapest, _ = cheapest_and_single
     priced = _plan(
-        **{"policy.simplicity_tolerance": 0, "policy.max_gpu_types": 2, "finance.ops_usd_per_gpu_type_year": 10_000}
+        **{
+            "policy.simplicity_tolerance": 0,
+            "policy.max_gpu_types": len(cheapest.gpus),
+            "finance.ops_usd_per_gpu_type_year": 1_000,
+        }
     )
-    # $10k a type is far below what the second type saves here: the same fleet, dearer by its operations
+    # $1k a type is far below what each type saves here: the same fleet, dearer by its operations
     assert priced.gpus == cheapest.gpus
     rates = Rates.of(variant(STARTUP, {}).problem)
-    extra = 10_000 * len(priced.gpus) * rates.annuity
+    extra = 1_000 * len(priced.gpus) * rates.annuity
     assert priced.tco_usd - cheapest.tco_usd == pytest.approx(extra, abs=2.0)
     assert priced.tco_breakdown_usd["operations"] - cheapest.tco_breakdown_usd["operations"] == pytest.approx(
         extra, abs=2.0

@@ -127,6 +127,10 @@ MIX = f"""
 name: mix
 catalog:
   exclude: [{_exclude("L40S", "H100-NVL")}]
+finance:
+  ops_usd_per_gpu_type_year: 0  # routing across two kinds is what the fixture is for
+policy:
+  simplicity_tolerance: 0
 inference:
   - name: chat
     model: llama-3.1-8b

@@ -34,7 +34,7 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
     if fit == 0:
         return 0, (
             f"one {key.server} server ({spec.rack_units}U, {u.kw(spec.power_w):.1f} kW) does not fit "
-            f"a {site.rack_units}U / {rack_power_kw(cooling, site):g} kW {cooling}-cooled rack"
+            f"a {site.rack_units}U / {rack_power_kw(cooling, site):g} kW rack ({cooling}-cooled)"
         )
     fabric = catalog.fabrics[key.fabric]
     bounds = [MAX_SERVERS_PER_POOL]
