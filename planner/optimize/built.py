@@ -51,6 +51,9 @@ class Built:
     routes: dict[str, dict[tuple[int, int, int], cp_model.IntVar]] = field(default_factory=dict)
     kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned: (servers, racks), sunk
     starts: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    # services with a start, an end or jobs to wait for: when they hold their GPUs
+    service_starts: dict[str, cp_model.IntVar | int] = field(default_factory=dict)
+    service_windows: dict[str, cp_model.IntervalVar] = field(default_factory=dict)
     durations: dict[str, Expr] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
     # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)

@@ -26,7 +26,7 @@ from planner.optimize.costs import objective, rent
 from planner.optimize.serving import service_floors, serving
 from planner.options.types import TrainingOption, WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
-from planner.schema.problem import Problem
+from planner.schema.problem import InferenceService, Problem
 
 
 def build(
@@ -46,7 +46,7 @@ def build(
     _pools(b, problem, catalog, workloads, relax)
     _training(b, problem, workloads)
     serving(b, problem, workloads, relax)
-    _gpu_use(b)
+    _gpu_use(b, problem)
     gpu_type_flags(b)
     b.gpu_vendor = {g: catalog.gpus[g].vendor for g in b.gpu_type_used}
     b.simplicity_tolerance = problem.policy.simplicity_tolerance
@@ -119,27 +119,36 @@ def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions]) -> N
             m.add(b.starts[name] >= b.starts[pred] + b.durations[pred]).with_name(f"job:{name}:after:{pred}")
 
 
-def _gpu_use(b: Built) -> None:
-    """GPUs per pool: services hold theirs for the whole year; training jobs hold theirs
-    only while they run, so jobs that do not overlap in time share a pool."""
+def _gpu_use(b: Built, problem: Problem) -> None:
+    """GPUs per pool: services hold theirs for the whole year (or from their start to their
+    end, when they have one); training jobs hold theirs only while they run, so workloads
+    that do not overlap in time share a pool."""
     periods = range(b.periods)
     serve: dict[PoolKey, list[list[Expr]]] = {k: [[] for _ in periods] for k in b.pools}
+    windows: dict[PoolKey, list[tuple[cp_model.IntervalVar, Expr]]] = {k: [] for k in b.pools}
     jobs: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar, str]]] = {k: [] for k in b.pools}
     for name, xs in b.train.items():
         for o, x in xs:
             if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
                 jobs[o.pool].append((o, x, name))
-    for rs in b.serve.values():
+    services = {s.name: s for s in problem.inference}
+    for name, rs in b.serve.items():
+        svc = services[name]
+        window = _service_window(b, problem, svc) if svc.windowed else None
         for rep, per_year in rs:
-            if rep.rent_usd_per_gpu_hour is None:
-                for y in periods:
-                    serve[rep.pool][y].append(rep.gpus_per_replica * per_year[y])
+            if rep.rent_usd_per_gpu_hour is not None:
+                continue
+            if window is not None:  # single-period plans only (the problem refuses windows by year)
+                windows[rep.pool].append((window, rep.gpus_per_replica * per_year[0]))
+                continue
+            for y in periods:
+                serve[rep.pool][y].append(rep.gpus_per_replica * per_year[y])
     m = b.model
     for key, p in b.pools.items():
         # Sizes are powers of two dividing the server's GPU count, so a total that
         # fits the GPUs always packs into whole servers.
         gps = p.spec.gpus_per_server
-        if not jobs[key]:
+        if not jobs[key] and not windows[key]:
             for y in periods:
                 m.add(sum(serve[key][y]) <= gps * p.installed[y]).with_name(f"gpus[{key.label()}@{y}]")
             continue
@@ -151,6 +160,9 @@ def _gpu_use(b: Built) -> None:
             for o, x, name in jobs[key]
         ]
         demands: list[cp_model.LinearExprT] = [o.gpus for o, _, _ in jobs[key]]
+        for window, gpus in windows[key]:
+            runs.append(window)
+            demands.append(gpus)
         if b.periods == 1:
             m.add(free == gps * p.servers - sum(serve[key][0])).with_name(f"gpus[{key.label()}]")
         else:
@@ -166,6 +178,28 @@ def _gpu_use(b: Built) -> None:
                 runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{key.label()}@{y}]"))
                 demands.append(block)
         m.add_cumulative(runs, demands, free)
+
+
+def _service_window(b: Built, problem: Problem, svc: InferenceService) -> cp_model.IntervalVar:
+    """When a service holds its GPUs: from ``start_day`` (or, with ``after``, the moment its
+    last job ends: no later, the model is needed then) to ``end_day`` or the horizon's end."""
+    m = b.model
+    if svc.name in b.service_windows:
+        return b.service_windows[svc.name]
+    end = u.days_up(svc.end_day) if svc.end_day is not None else u.days_up(problem.horizon_years * 365)
+    first = u.days_down(svc.start_day or 0.0)
+    if not svc.after:
+        window = m.new_fixed_size_interval_var(first, max(0, end - first), f"serve[{svc.name}]")
+        b.service_starts[svc.name] = first
+    else:
+        jobs = {j.lower(): j for j in b.starts}
+        start = m.new_int_var(first, end, f"serve_start[{svc.name}]")
+        ends = [b.starts[jobs[d.lower()]] + b.durations[jobs[d.lower()]] for d in svc.after]
+        m.add_max_equality(start, [first, *ends]).with_name(f"service:{svc.name}:after")
+        window = m.new_interval_var(start, end - start, end, f"serve[{svc.name}]")
+        b.service_starts[svc.name] = start
+    b.service_windows[svc.name] = window
+    return window
 
 
 def gpu_type_flags(b: Built) -> None:

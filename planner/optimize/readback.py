@@ -341,6 +341,7 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         precision=o.precision,
                         count=n,
                         attention_dp=o.attention_dp,
+                        fabric=o.pool.fabric,
                         rps_per_replica=rps,
                         ttft_ms=round(e.ttft_p99_ms, 3),  # targets bind the p99
                         tpot_ms=round(e.tpot_p99_ms, 3),
@@ -354,6 +355,7 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
                     )
                 )
+            start, end = _window(b, s, svc, problem)
             rows.append(
                 InferenceRow(
                     name=svc.name,
@@ -363,6 +365,8 @@ def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     spare_replicas=svc.spare_replicas,
                     replicas=reps,
                     year=year,
+                    start_day=start,
+                    end_day=end,
                     routing=routing,
                 )
             )
@@ -409,6 +413,16 @@ def _routing(
             )
         )
     return out
+
+
+def _window(b: Built, s: Solved, svc: InferenceService, problem: Problem) -> tuple[float | None, float | None]:
+    """A windowed service's start and end day as the model holds them; (None, None) otherwise."""
+    if not svc.windowed:
+        return None, None
+    start = b.service_starts[svc.name]
+    begin = (start if isinstance(start, int) else s.value(start)) / u.TIME_PER_DAY
+    end = u.days_up(svc.end_day if svc.end_day is not None else problem.horizon_years * 365) / u.TIME_PER_DAY
+    return begin, end
 
 
 def _replica_rps(o: InferenceOption, routing: list[BucketRoute], index: int) -> float:

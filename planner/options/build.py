@@ -7,6 +7,8 @@ parallelism; the optimiser only chooses how many of each to use.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.dominance import prune_training
@@ -53,6 +55,7 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
             in_chain = job.name.lower() in dependents or bool(job.after)
             wo.training = prune_training(wo.training, problem, catalog, in_chain, shared)
     out += [inference_options(svc, catalog, limit) for svc in problem.inference]
+    _on_training_pools(problem, out)
     if problem.finance.rent != "none":
         for wo in out:
             add_rentals(wo, catalog, problem.finance.rent)
@@ -66,3 +69,22 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
             wo.inference = [o for o in wo.inference if o.rent_usd_per_gpu_hour is not None]
             wo.training = [o for o in wo.training if o.rent_usd_per_gpu_hour is not None]
     return out
+
+
+def _on_training_pools(problem: Problem, out: list[WorkloadOptions]) -> None:
+    """A service that holds its GPUs for part of the horizon may run on a training job's pool
+    (its servers have a scale-out fabric, which serving does not need but does not mind): the
+    GPUs that train a model can serve it once the job is done."""
+    windowed = {s.name for s in problem.inference if s.windowed}
+    pools = {o.pool for wo in out for o in wo.training if o.pool.fabric != "none" and o.rent_usd_per_gpu_hour is None}
+    for wo in out:
+        if wo.name not in windowed:
+            continue
+        extra = [
+            replace(o, pool=key)
+            for o in wo.inference
+            if o.rent_usd_per_gpu_hour is None and o.pool.fabric == "none"
+            for key in sorted(pools)
+            if (key.server, key.gpu) == (o.pool.server, o.pool.gpu)
+        ]
+        wo.inference += extra

@@ -63,6 +63,7 @@ class ReplicaRow(Out):
     rented: bool = False  # from a cloud, for the whole horizon
     rent_usd_per_gpu_hour: float | None = None
     attention_dp: int = 1  # attention data-parallel groups (MoE wide expert parallelism); 1: plain TP
+    fabric: str = "none"  # the pool's scale-out fabric: a training job's pool, when a service reuses it
 
 
 class RouteShare(Out):
@@ -93,6 +94,8 @@ class InferenceRow(Out):
     spare_replicas: int
     replicas: list[ReplicaRow]
     year: int | None = None  # operating year served (1 = first); None: every year (bought up front)
+    start_day: float | None = None  # serving starts (a service with start_day/after); None: day 0
+    end_day: float | None = None  # serving ends; None: the horizon's end
     routing: list[BucketRoute] = Field(default_factory=list)  # a request-size mix: bucket -> replica kinds
     cost_usd: float = 0.0  # its GPUs' share of their pools' TCO over the horizon
     cost_usd_per_million_tokens: float | None = None  # per million output tokens at the average load

@@ -283,6 +283,17 @@ class InferenceService(Strict):
     min_spare_share: float = Field(
         default=0.0, ge=0, le=10, description="spare capacity: serve at least (1 + this) x demand (0.2: 20% headroom)"
     )
+    start_day: float | None = Field(
+        default=None, ge=0, le=36_500, description="serving starts this day (none: day 0, or when its `after` jobs end)"
+    )
+    end_day: float | None = Field(
+        default=None, gt=0, le=36_500, description="serving ends this day (none: at the horizon's end)"
+    )
+    after: list[Name] = Field(
+        default_factory=list,
+        description="training jobs whose end starts the service (its model is trained then): it may run on "
+        "their GPUs once they are done",
+    )
     mix: RequestMix | None = Field(
         default=None,
         description="request sizes as a histogram (or a csv of observed requests); the planner routes each "
@@ -319,6 +330,8 @@ class InferenceService(Strict):
     def _check_growth(self) -> InferenceService:
         if self.model is None and not self.measured:
             raise ValueError("a service needs a `model` (an LLM) or a `measured` throughput table (generic service)")
+        if self.start_day is not None and self.end_day is not None and self.start_day >= self.end_day:
+            raise ValueError(f"start_day {self.start_day:g} must come before end_day {self.end_day:g}")
         if self.growth_per_year is not None and self.requests_per_s_by_year is not None:
             raise ValueError("give growth_per_year or requests_per_s_by_year, not both")
         for rate in self.requests_per_s_by_year or []:
@@ -334,6 +347,11 @@ class InferenceService(Strict):
         elif any(m.bucket is not None for m in self.measured):
             raise ValueError("measured `bucket` needs a `mix` on the service")
         return self
+
+    @property
+    def windowed(self) -> bool:
+        """Serves part of the horizon only (a start, an end, or jobs to wait for)."""
+        return self.start_day is not None or self.end_day is not None or bool(self.after)
 
     @property
     def grows(self) -> bool:
@@ -380,6 +398,20 @@ class Problem(Strict):
                 if dep.lower() == job.name.lower():
                     raise ValueError(f"training job {job.name!r} cannot run after itself")
         _check_acyclic(self.training)
+        horizon_days = self.horizon_years * 365
+        for svc in self.inference:
+            for dep in svc.after:
+                if dep.lower() not in jobs:
+                    raise ValueError(f"service {svc.name!r}: `after` names unknown training job {dep!r}")
+            for key in ("start_day", "end_day"):
+                day = getattr(svc, key)
+                if day is not None and day > horizon_days:
+                    raise ValueError(f"service {svc.name!r}: {key} {day:g} is beyond the {horizon_days}-day horizon")
+            if svc.windowed and self.yearly:
+                raise ValueError(
+                    f"service {svc.name!r}: start_day, end_day and after need one purchase up front; this problem "
+                    "plans purchases by year (set policy.purchases: upfront, or drop growth and lifetimes)"
+                )
         life = self.finance.hardware_lifetime_years
         if self.policy.purchases == "upfront" and life is not None and life < self.horizon_years:
             raise ValueError(

@@ -192,6 +192,12 @@ def check_gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
             errs.append(f"job {t.name}: {t.gpus} GPUs span servers without a fabric")
         runs[(t.server, t.gpu, t.fabric)].append((t.start_day, t.end_day, t.gpus, t.name))
     for svc in plan.inference:
+        if svc.start_day is not None:  # a windowed service holds its GPUs like a job, from start to end
+            for rep in (r for r in svc.replicas if not r.rented):
+                end = svc.end_day if svc.end_day is not None else 365.0 * problem.horizon_years
+                runs[(rep.server, rep.gpu, rep.fabric)].append(
+                    (svc.start_day, end, rep.count * rep.gpus_per_replica, f"service {svc.name}")
+                )
         for rep in (r for r in svc.replicas if r.rented):
             if pricing == "none":
                 errs.append(f"service {svc.name}: {rep.gpu} rented, but the problem rents nothing (finance.rent: none)")
@@ -201,6 +207,27 @@ def check_gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 )
     for k in range(1, problem.horizon_years + 1):
         _check_year(plan, k, life, runs, errs)
+    _check_windows(problem, plan, errs)
+
+
+def _check_windows(problem: Problem, plan: Plan, errs: list[str]) -> None:
+    """A service with a window starts on its start_day, or when the last job it waits for ends
+    (not before: its model does not exist yet; not after: it is needed then), and ends on its day."""
+    ends = {t.name.lower(): t.end_day for t in plan.training}
+    rows = {r.name: r for r in plan.inference}
+    for svc in problem.inference:
+        row = rows.get(svc.name)
+        if row is None or not svc.windowed:
+            continue
+        if row.start_day is None:
+            errs.append(f"service {svc.name}: its window is not in the plan")
+            continue
+        start = max([svc.start_day or 0.0, *(ends.get(d.lower(), math.inf) for d in svc.after)])
+        if abs(row.start_day - start) > 0.011:  # the model's time grain is 1/100 day
+            errs.append(f"service {svc.name}: starts on day {row.start_day:g}, should on day {start:g}")
+        end = svc.end_day if svc.end_day is not None else 365.0 * problem.horizon_years
+        if row.end_day is None or abs(row.end_day - end) > 0.011:
+            errs.append(f"service {svc.name}: ends on day {row.end_day}, should on day {end:g}")
 
 
 def _check_year(
@@ -212,10 +239,10 @@ def _check_year(
             have[(r.server, r.gpu, r.fabric)] += r.count * r.gpus_per_server
     held: dict[PoolId, int] = defaultdict(int)
     for svc in plan.inference:
-        if svc.year in (None, k):
+        if svc.year in (None, k) and svc.start_day is None:
             for rep in svc.replicas:
                 if not rep.rented:
-                    held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+                    held[(rep.server, rep.gpu, rep.fabric)] += rep.count * rep.gpus_per_replica
     begin, end = 365.0 * (k - 1), 365.0 * k
     for key in set(held) | set(runs):
         # the busiest moment in the year is when some job starts, or the year's start
