@@ -17,6 +17,7 @@ from planner.part_notes import part_notes
 from planner.pricing import server_unit_tco_usd
 from planner.schema.plan import AdviceRow, CashFlowRow, Plan, PurchaseRow
 from planner.schema.problem import Problem
+from planner.utilisation import close_limits, idle_advice, utilisation
 
 
 def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
@@ -80,7 +81,9 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
     )
     # the limits report reads the plan itself: it cannot say what the plan does not hold
     plan.constraints = constraint_rows(p, catalog, measure(p, plan))
+    plan.utilisation = utilisation(plan, p)
     plan.advice = part_notes(plan.servers, catalog) + _simplicity(solved, plan, p)
+    plan.advice += idle_advice(plan, p, catalog, rates) + close_limits(plan)
     return plan
 
 

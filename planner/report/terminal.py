@@ -38,6 +38,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     _rent_vs_buy(plan, console)
     _limits(plan, console)
     _simulation(plan, console)
+    _utilisation(plan, console)
     _advice(plan, console)
     if plan.explanations is not None:
         print_explanations(plan, console)
@@ -219,6 +220,19 @@ def _simulation(plan: Plan, console: Console) -> None:
             f"{r.analytic_tpot_p99_ms:,.1f}",
             f"{r.slo_attainment:.1%}",
             "holds" if r.holds else "[bold red]misses[/bold red]",
+        )
+    console.print(table)
+
+
+def _utilisation(plan: Plan, console: Console) -> None:
+    if not plan.utilisation:
+        return
+    table = Table(title="Owned pools over the horizon")
+    for col in ("pool", "GPUs", "GPU-days", "busy GPU-days", "busy"):
+        table.add_column(col, justify="left" if col == "pool" else "right")
+    for row in plan.utilisation:
+        table.add_row(
+            plain(row.pool), str(row.gpus), f"{row.gpu_days:,.0f}", f"{row.busy_gpu_days:,.0f}", f"{row.busy_share:.0%}"
         )
     console.print(table)
 

@@ -117,6 +117,16 @@ class ConstraintRow(Out):
     marginal_usd: float | None = None
 
 
+class UtilisationRow(Out):
+    """An owned pool's GPU-days over the horizon and the share its workloads keep busy."""
+
+    pool: str  # chassis/GPU/fabric
+    busy_share: float
+    gpus: int = 0
+    gpu_days: float = 0.0
+    busy_gpu_days: float = 0.0
+
+
 class AdviceRow(Out):
     """Something a buyer should know about the plan (a part's caveat, money at stake)."""
 
@@ -236,6 +246,7 @@ class Plan(Out):
     assumptions: dict[str, Any] = Field(default_factory=dict)
     rent_vs_buy: dict[str, dict[str, float]] = Field(default_factory=dict)
     advice: list[AdviceRow] = Field(default_factory=list)
+    utilisation: list[UtilisationRow] = Field(default_factory=list)
     simulation: list[SimulationRow] | None = None  # None: not simulated (--no-simulate, or no modelled service)
     diagnosis: Diagnosis | None = None
     explanations: Explanations | None = None
