@@ -58,6 +58,8 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
         gpus=dict(sorted(gpus.items())),
         servers=rb.servers,
         network=rb.network,
+        frontend=rb.frontend or {},
+        storage_tb=rb.storage_tb,
         training=rb.training,
         inference=rb.inference,
         purchase=[

@@ -23,6 +23,7 @@ from planner.schema.catalog import (
     EfficiencyFile,
     Fabric,
     FabricsFile,
+    Frontend,
     Gpu,
     GpusFile,
     LiquidCooling,
@@ -32,6 +33,7 @@ from planner.schema.catalog import (
     Rental,
     ServerChassis,
     ServersFile,
+    Storage,
 )
 
 T = TypeVar("T")
@@ -58,6 +60,8 @@ class Catalog:
     efficiency: EfficiencyFile
     rack: Rack
     liquid_cooling: LiquidCooling
+    frontend: Frontend
+    storage: Storage
     price_overrides_usd: dict[str, float] = field(default_factory=dict)
     rentals: dict[str, Rental] = field(default_factory=dict)
     rent_overrides_usd: dict[str, float] = field(default_factory=dict)
@@ -177,7 +181,16 @@ def load_catalog() -> Catalog:
     efficiency = _read("efficiency.yaml", EfficiencyFile)
     rentals = {r.gpu: r for r in _read("cloud.yaml", CloudFile).rentals}
     catalog = Catalog(
-        gpus, servers, fabrics, models, efficiency, servers_file.rack, servers_file.liquid_cooling, rentals=rentals
+        gpus,
+        servers,
+        fabrics,
+        models,
+        efficiency,
+        servers_file.rack,
+        servers_file.liquid_cooling,
+        servers_file.frontend,
+        servers_file.storage,
+        rentals=rentals,
     )
     _check_consistent(catalog)
     return catalog

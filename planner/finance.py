@@ -25,8 +25,8 @@ from planner import units as u
 from planner.schema.problem import Problem
 
 HOURS_PER_YEAR = 8760.0
-CATEGORIES = ("server", "network", "rack", "cooling")
-MAINTAINED = frozenset({"server", "network"})
+CATEGORIES = ("server", "network", "rack", "cooling", "storage")
+MAINTAINED = frozenset({"server", "network", "storage"})
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,9 @@ def summarize(items: list[LineItem], rates: Rates, rent_by_year: dict[int, float
     types = len({li.gpu for li in items if li.category == "server" and li.gpu})
     fleet_ops = types * rates.ops_usd_per_gpu_type_year
     horizon = rates.horizon_years
-    bucket = {"server": "servers", "network": "network", "rack": "racks", "cooling": "cooling"}
-    breakdown = dict.fromkeys(("servers", "network", "racks", "cooling", "energy", "colocation", "maintenance"), 0.0)
+    bucket = {"server": "servers", "network": "network", "rack": "racks", "cooling": "cooling", "storage": "storage"}
+    parts = ("servers", "network", "racks", "cooling", "storage", "energy", "colocation", "maintenance")
+    breakdown = dict.fromkeys(parts, 0.0)
     breakdown |= {"operations": 0.0, "rent": 0.0, "residual": 0.0}
     capex = [0.0] * (horizon + 1)
     owned = [0.0] * (horizon + 1)  # owned hardware's running cost, by year

@@ -78,10 +78,17 @@ def test_liquid_cooling_is_priced_per_kw_and_runs_at_the_liquid_pue() -> None:
     per_kw = CATALOG.liquid_cooling.price_usd_per_kw.usd
     (line,) = [p for p in plan.purchase if p.category == "cooling"]
     assert line.quantity == row.count and line.unit_price_usd == round(kw * per_kw)
-    # facility power: liquid racks at the catalog's liquid PUE (1.15), not finance.pue (1.35)
-    assert plan.facility_power_kw == pytest.approx(row.count * kw * CATALOG.liquid_cooling.pue, abs=0.01)
+    # facility power: liquid racks at the catalog's liquid PUE (1.15), not finance.pue (1.35); the
+    # front-end switches are air-cooled
+    fe = CATALOG.frontend
+    air_kw = (
+        plan.frontend["switches"] * fe.switch_power_w + plan.frontend["mgmt_switches"] * fe.mgmt_switch_power_w
+    ) / 1000
+    expected_kw = row.count * kw * CATALOG.liquid_cooling.pue + air_kw * 1.35
+    assert plan.facility_power_kw == pytest.approx(expected_kw, abs=0.01)
     rates = Rates.of(loads_problem(_problem("MI355X", "  rack_power_kw: 60", rps=10), "c.yaml").problem)
     energy = row.count * rates.energy_usd_per_year(kw * 1000, CATALOG.liquid_cooling.pue) * rates.annuity
+    energy += rates.energy_usd_per_year(air_kw * 1000) * rates.annuity  # the switches, at finance.pue
     assert plan.tco_breakdown_usd["energy"] == pytest.approx(energy, rel=1e-6)
     assert plan.tco_breakdown_usd["cooling"] == pytest.approx(line.extended_price_usd, abs=0.01)
 

@@ -23,7 +23,11 @@ def _query(model: str = "llama-3.1-70b", gpu: str = "H200-SXM", gpus: int = 8, *
     base: dict[str, object] = {"input_tokens": 1024, "output_tokens": 1024, "precision": "fp8"}
     base.update(kw)
     return InferenceQuery(
-        model=shape_of(model, catalog), gpu=g, gpus=gpus, link=link_for(chassis, g, gpus), **base  # type: ignore[arg-type]
+        model=shape_of(model, catalog),
+        gpu=g,
+        gpus=gpus,
+        link=link_for(chassis, g, gpus),
+        **base,  # type: ignore[arg-type]
     )
 
 

@@ -19,6 +19,7 @@ from planner import units as u
 from planner.bom import network_for, per_rack, pool_spec, servers_per_rack
 from planner.catalog import load_catalog
 from planner.finance import LineItem, Rates, summarize
+from planner.frontend import StoragePlan, frontend_switches, storage_for
 from planner.io.problem_io import loads_problem
 from planner.options.pools import pool_limit
 from planner.pipeline import Context, plan_context, prepare
@@ -139,6 +140,23 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         fit = max(1, per_rack(f.switch_rack_units, f.switch_power_w, p.site.rack_units, p.site.rack_power_kw))
         racks += math.ceil(net.switches / fit)
         it_w += net.switches * f.switch_power_w
+    # front-end Ethernet for every racked server, and the jobs' storage (planner.frontend's rules)
+    racked = sum(
+        math.ceil(n / pool_spec(catalog, key).gpus_per_server)
+        for key, n in gpus.items()
+        if n and catalog.servers[key.server].needs_rack
+    )
+    store = storage_for(p, catalog) if racked else StoragePlan(0, 0, 0)
+    fe = catalog.frontend
+    switches, mgmt = frontend_switches(racked, store.ports, catalog)
+    items.append(LineItem("network", "", "", switches, round(fe.switch_price.usd), fe.switch_power_w))
+    items.append(LineItem("network", "", "", mgmt, round(fe.mgmt_switch_price.usd), fe.mgmt_switch_power_w))
+    items.append(
+        LineItem("network", "", "", racked * fe.ports_per_server + store.ports, round(fe.cable_price.usd), 0.0)
+    )
+    st = catalog.storage
+    items.append(LineItem("storage", "", "", store.tb, round(st.price_usd_per_tb.usd), st.power_w_per_tb))
+    it_w += switches * fe.switch_power_w + mgmt * fe.mgmt_switch_power_w + store.tb * st.power_w_per_tb
     items.append(LineItem("rack", "", "", racks, round(catalog.rack.price.usd), 0.0))
     m = summarize(items, rates)
     if p.finance.budget_usd is not None and m.capex_usd > p.finance.budget_usd:

@@ -181,9 +181,12 @@ def test_a_gb200_nvl72_rack_draws_120_to_125_kw_in_a_plan(catalog: Catalog) -> N
 
 # Long outputs at a relaxed TPOT: the batch is bounded by the KV cache, where attention data
 # parallelism (MLA's latent held once per group, not once per GPU) buys throughput.
-LONG_DECODE = DEEPSEEK.replace("input_tokens: 2000", "input_tokens: 8000").replace(
-    "output_tokens: 500", "output_tokens: 8000"
-).replace("ttft_ms: 2000", "ttft_ms: 60000").replace("tpot_ms: 50", "tpot_ms: 300")
+LONG_DECODE = (
+    DEEPSEEK.replace("input_tokens: 2000", "input_tokens: 8000")
+    .replace("output_tokens: 500", "output_tokens: 8000")
+    .replace("ttft_ms: 2000", "ttft_ms: 60000")
+    .replace("tpot_ms: 50", "tpot_ms: 300")
+)
 
 
 def _options(catalog: Catalog, model: str, keep: set[str], wide_ep: bool = True):  # type: ignore[no-untyped-def]

@@ -58,6 +58,11 @@ class Built:
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
     # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)
     capacity: dict[str, list[tuple[Expr, int]]] = field(default_factory=dict)
+    # front-end (and management) Ethernet switches, and the racked servers they connect
+    frontend: tuple[Expr, Expr, Expr] = (0, 0, 0)  # (switches, management switches, racked servers)
+    storage_tb: int = 0
+    storage_ports: int = 0
+    storage_on: Expr = 0  # 1 when some racked server is bought (storage serves a cluster)
     gpu_type_used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # owned: some server of it
     gpu_vendor: dict[str, str] = field(default_factory=dict)  # each owned GPU type's vendor
     simplicity_tolerance: float = 0.0  # share of the least TCO the tie-breaks may pay for fewer types

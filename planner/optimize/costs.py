@@ -65,6 +65,13 @@ def objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> Exp
         tco += unit(fab.switch_price.usd, fab.switch_power_w, "network") * (f.leaves + f.spines)
         tco += unit(fab.cable_price.usd, 0, "network") * (f.ports + f.uplinks)
     tco += unit(catalog.rack.price.usd, 0, "rack") * b.paid_racks  # the site's own racks are free
+    fe, st = catalog.frontend, catalog.storage
+    switches, mgmt, racked = b.frontend
+    tco += unit(fe.switch_price.usd, fe.switch_power_w, "network") * switches
+    tco += unit(fe.mgmt_switch_price.usd, fe.mgmt_switch_power_w, "network") * mgmt
+    tco += unit(fe.cable_price.usd, 0, "network") * (racked * fe.ports_per_server + b.storage_ports * b.storage_on)
+    if b.storage_tb:  # the jobs' datasets and checkpoints, for a cluster
+        tco += unit(st.price_usd_per_tb.usd, st.power_w_per_tb, "storage") * b.storage_tb * b.storage_on
     per_type = rates.ops_usd_per_gpu_type_year * rates.annuity  # each owned type, every year
     tco += sum(u.usd(per_type) * flag for flag in b.gpu_type_used.values())
     for key, (have, have_racks) in b.kept.items():  # their prices are sunk; running them is not

@@ -20,6 +20,7 @@ from planner import units as u
 from planner.bom import PoolKey, max_ports, per_rack, pool_spec, servers_per_rack
 from planner.catalog import Catalog
 from planner.finance import Rates
+from planner.frontend import storage_for
 from planner.limits.table import every_limit
 from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
@@ -51,6 +52,7 @@ def build(
     b.gpu_vendor = {g: catalog.gpus[g].vendor for g in b.gpu_type_used}
     b.simplicity_tolerance = problem.policy.simplicity_tolerance
     _network(b, problem, catalog)
+    _frontend(b, problem, catalog)
     _site(b, problem, catalog)
     for fam, lim in limits:  # the table of named limits: each family adds its own
         fam.add(b, problem, catalog, lim, b.slacks.get(lim.name, 0))
@@ -248,6 +250,31 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
 
 
+def _frontend(b: Built, problem: Problem, catalog: Catalog) -> None:
+    """Front-end and management switches for every racked server (and the storage nodes),
+    and the storage the jobs need (planner.frontend)."""
+    f = catalog.frontend
+    m = b.model
+    store = storage_for(problem, catalog)
+    b.storage_tb, b.storage_ports = store.tb, store.ports
+    racked = [p for p in b.pools.values() if p.spec.chassis.needs_rack]
+    servers: Expr = sum(p.servers for p in racked)
+    most = sum(upper(p.servers) for p in racked)
+    # storage is bought for a cluster (some racked server): a desk-side box keeps its data on its disks
+    cluster: Expr = 0
+    if store.tb and racked:
+        cluster = m.new_bool_var("storage_bought")
+        m.add(servers <= most * cluster)
+        m.add(servers >= cluster)
+    b.storage_on = cluster
+    hi = math.ceil((most * f.ports_per_server + store.ports) / f.switch_ports)
+    switches = m.new_int_var(0, hi, "frontend_switches")
+    m.add(switches * f.switch_ports >= servers * f.ports_per_server + store.ports * cluster).with_name("frontend:ports")
+    mgmt = m.new_int_var(0, math.ceil((most + hi) / f.mgmt_switch_ports), "mgmt_switches")
+    m.add(mgmt * f.mgmt_switch_ports >= servers + switches).with_name("frontend:mgmt_ports")
+    b.frontend = (switches, mgmt, servers)
+
+
 def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
     """The quantities site and money limits bound: capex, IT and facility power by year, racks."""
     rack_price = u.usd(catalog.rack.price.usd)
@@ -276,6 +303,13 @@ def _site(b: Built, problem: Problem, catalog: Catalog) -> None:
         capex += u.usd(fab.cable_price.usd) * (f.ports + f.uplinks)
         power += u.watts_up(fab.switch_power_w) * (f.leaves + f.spines)
         racks += f.racks
+    fe, st = catalog.frontend, catalog.storage
+    switches, mgmt, racked = b.frontend
+    capex += u.usd(fe.switch_price.usd) * switches + u.usd(fe.mgmt_switch_price.usd) * mgmt
+    capex += u.usd(fe.cable_price.usd) * (racked * fe.ports_per_server + b.storage_ports * b.storage_on)
+    capex += u.usd(st.price_usd_per_tb.usd) * b.storage_tb * b.storage_on
+    power += u.watts_up(fe.switch_power_w) * switches + u.watts_up(fe.mgmt_switch_power_w) * mgmt
+    power += u.watts_up(st.power_w_per_tb * b.storage_tb) * b.storage_on
     paid: Expr = racks
     existing = problem.site.existing_racks
     if existing:  # the site's own racks cost nothing

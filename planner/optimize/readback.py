@@ -29,6 +29,8 @@ class ReadBack:
     max_rack_power_w: float
     max_rack_units: int
     max_air_rack_power_w: float = 0.0
+    frontend: dict[str, int] | None = None
+    storage_tb: int = 0
 
 
 @dataclass
@@ -56,8 +58,11 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
     racks = _Racks()
     servers, items = _servers(b, s, problem, catalog, racks)
     network, network_items = _network(b, s, racks)
-    items += network_items + _rack_items(b, s, problem, catalog, racks.racks)
+    frontend, frontend_items = _frontend(b, s, catalog)
+    items += network_items + frontend_items + _rack_items(b, s, problem, catalog, racks.racks)
     return ReadBack(
+        frontend=frontend,
+        storage_tb=frontend["storage_tb"],
         servers=servers,
         training=_training(b, s, problem),
         inference=_inference(b, s, problem),
@@ -226,6 +231,69 @@ def _network(b: Built, s: Solved, racks: _Racks) -> tuple[list[dict[str, object]
             ),
         ]
     return network, items
+
+
+def _frontend(b: Built, s: Solved, catalog: Catalog) -> tuple[dict[str, int], list[LineItem]]:
+    """Front-end and management Ethernet for the racked servers, and the jobs' storage."""
+    fe, st = catalog.frontend, catalog.storage
+    switches_v, mgmt_v, racked_v = b.frontend
+    switches, mgmt = s.value(switches_v), s.value(mgmt_v)
+    racked = racked_v if isinstance(racked_v, int) else s.value(racked_v)
+    on = b.storage_on if isinstance(b.storage_on, int) else s.value(b.storage_on)
+    tb = b.storage_tb * on
+    cables = racked * fe.ports_per_server + b.storage_ports * on
+    out = {"servers": racked, "ports": cables, "switches": switches, "mgmt_switches": mgmt, "storage_tb": tb}
+    items = []
+    if switches:
+        items.append(
+            LineItem(
+                "network",
+                f"Front-end Ethernet top-of-rack switch ({fe.switch_ports} ports)",
+                "frontend:switch",
+                switches,
+                float(round(fe.switch_price.usd)),
+                fe.switch_power_w,
+                f"{fe.ports_per_server} links per racked server + storage; estimate ({fe.switch_price.source.title})",
+            )
+        )
+    if cables:
+        items.append(
+            LineItem(
+                "network",
+                "Front-end Ethernet cable per link",
+                "frontend:cable",
+                cables,
+                float(round(fe.cable_price.usd)),
+                0.0,
+                f"estimate ({fe.cable_price.source.title})",
+            )
+        )
+    if mgmt:
+        items.append(
+            LineItem(
+                "network",
+                f"Management (out-of-band) switch ({fe.mgmt_switch_ports} ports)",
+                "frontend:mgmt-switch",
+                mgmt,
+                float(round(fe.mgmt_switch_price.usd)),
+                fe.mgmt_switch_power_w,
+                f"one link per racked server and switch; estimate ({fe.mgmt_switch_price.source.title})",
+            )
+        )
+    if tb:
+        items.append(
+            LineItem(
+                "storage",
+                "Shared storage for checkpoints and datasets (usable TB)",
+                "storage:tb",
+                tb,
+                float(round(st.price_usd_per_tb.usd)),
+                st.power_w_per_tb,
+                f"the jobs' datasets and last {st.checkpoints_kept} checkpoints; "
+                f"estimate ({st.price_usd_per_tb.source.title})",
+            )
+        )
+    return out, items
 
 
 def _rack_items(b: Built, s: Solved, problem: Problem, catalog: Catalog, racks: int) -> list[LineItem]:

@@ -238,6 +238,9 @@ class Plan(Out):
     gpus: dict[str, int] = Field(default_factory=dict)
     servers: list[ServerRow] = Field(default_factory=list)
     network: list[dict[str, Any]] = Field(default_factory=list)
+    # front-end Ethernet: racked servers, links (servers' and storage nodes'), ToR and management switches
+    frontend: dict[str, int] = Field(default_factory=dict)
+    storage_tb: int = 0  # usable TB for the jobs' checkpoints and datasets
     training: list[TrainingRow] = Field(default_factory=list)
     inference: list[InferenceRow] = Field(default_factory=list)
     constraints: list[ConstraintRow] = Field(default_factory=list)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from planner import units as u
 from planner.catalog import Catalog
+from planner.frontend import StoragePlan, frontend_switches, storage_for
 from planner.limits.base import Measured
 from planner.pricing import decline_per_year
 from planner.schema.plan import Plan, ServerRow
@@ -28,6 +29,7 @@ class _Tally:
     server_w: dict[int, float] = field(default_factory=dict)  # per operating year
     facility_w: dict[int, float] = field(default_factory=dict)  # servers' power x their PUE, per year
     life: int | None = None  # years a server runs (plans by year)
+    racked: int = 0  # racked servers (the peak of each pool): each gets front-end links
 
 
 def check_hardware(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
@@ -43,6 +45,7 @@ def check_hardware(problem: Problem, catalog: Catalog, plan: Plan, errs: list[st
     for pool, rows in pools.items():
         _check_pool(problem, catalog, pool, rows, errs, m, tally)
     switch_w = _check_network(problem, catalog, plan, errs, m, tally)
+    switch_w += _check_frontend(problem, catalog, plan, errs, tally)
     it_w = switch_w + max(tally.server_w.values(), default=0.0)
     if not close(u.kw(it_w), plan.it_power_kw, 0.01):
         errs.append(f"IT power {plan.it_power_kw} kW != recomputed {u.kw(it_w):.3f} kW")
@@ -103,6 +106,7 @@ def _check_pool(
         tally.facility_w[k] += power * pue * installed[k]
     pool_racks = sum(r.racks for r in rows)
     tally.racks += pool_racks
+    tally.racked += peak if chassis.needs_rack else 0
     if not chassis.needs_rack:  # a desk-side or edge chassis: no rack, no rack limits
         if pool_racks:
             errs.append(f"{server}+{gpu_id}: stands outside racks, plan gives it {pool_racks}")
@@ -157,6 +161,31 @@ def _check_network(
     if missing:
         errs.append(f"servers on fabrics {sorted(missing)} but no network bought")
     return switch_w
+
+
+def _check_frontend(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], tally: _Tally) -> float:
+    """Front-end and management switches for the racked servers and storage nodes, and the
+    jobs' storage, recomputed (planner.frontend's rules); returns their watts."""
+    fe, st = catalog.frontend, catalog.storage
+    store = storage_for(problem, catalog)
+    if not tally.racked:  # no cluster: no shared storage
+        store = StoragePlan(0, 0, 0)
+    if plan.storage_tb != store.tb:
+        errs.append(f"storage: plan has {plan.storage_tb} TB, the jobs need {store.tb} TB")
+    need_switches, need_mgmt = frontend_switches(tally.racked, store.ports, catalog)
+    got = plan.frontend or {}
+    switches, mgmt = got.get("switches", 0), got.get("mgmt_switches", 0)
+    links = tally.racked * fe.ports_per_server + store.ports
+    if switches < need_switches or mgmt < need_mgmt or got.get("ports", 0) != links:
+        errs.append(
+            f"front-end network: {tally.racked} racked servers and {store.nodes} storage nodes need {links} links, "
+            f"{need_switches} switches and {need_mgmt} management switches; plan has {got}"
+        )
+    tally.capex_usd += switches * round(fe.switch_price.usd) + mgmt * round(fe.mgmt_switch_price.usd)
+    tally.capex_usd += got.get("ports", 0) * round(fe.cable_price.usd) + plan.storage_tb * round(
+        st.price_usd_per_tb.usd
+    )
+    return switches * fe.switch_power_w + mgmt * fe.mgmt_switch_power_w + plan.storage_tb * st.power_w_per_tb
 
 
 def _check_purchase(plan: Plan, capex_usd: float, errs: list[str]) -> None:
