@@ -64,3 +64,21 @@ def test_a_busy_pool_gets_no_idle_advice() -> None:
     busy = example_plan("serve-70b.yaml")  # services hold every GPU all the time
     assert all(u.busy_share > 0.5 for u in busy.utilisation)
     assert not [a for a in busy.advice if a.kind == "utilisation"]
+
+
+def test_utilisation_and_advice_are_in_the_spreadsheet_and_the_html(plan) -> None:
+    import io
+
+    import openpyxl
+
+    from planner.report.html_report import plan_html
+    from planner.report.xlsx import plan_xlsx
+
+    wb = openpyxl.load_workbook(io.BytesIO(plan_xlsx(plan)))
+    rows = list(wb["Utilisation"].iter_rows(min_row=2, values_only=True))
+    assert rows == [(u.pool, u.gpus, u.gpu_days, u.busy_gpu_days, u.busy_share) for u in plan.utilisation]
+    advice = list(wb["Advice"].iter_rows(min_row=2, values_only=True))
+    assert advice == [(a.kind, a.message, a.usd) for a in plan.advice]
+    html = plan_html(plan)
+    (idle,) = [a for a in plan.advice if a.kind == "utilisation"]
+    assert "The fleet over the horizon" in html and idle.message.split(";")[0] in html

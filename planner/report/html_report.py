@@ -64,7 +64,15 @@ def plan_html(plan: Plan) -> str:
         lines = plan.diagnosis.summary if plan.diagnosis else []
         items = "".join(f"<li>{_esc(x)}</li>" for x in lines)
         return f"{head}<p><b>No feasible plan.</b></p><ul>{items}</ul></body></html>"
-    sections = [_summary(plan), _purchase(plan), _workloads(plan), _money(plan), _limits(plan), _runner_up(plan)]
+    sections = [
+        _summary(plan),
+        _purchase(plan),
+        _workloads(plan),
+        _money(plan),
+        _limits(plan),
+        _fleet(plan),
+        _runner_up(plan),
+    ]
     note = (
         '<p class="note">Prices are catalog estimates unless the problem file quotes them. '
         "Every assumption the plan relied on is in the plan JSON under <code>assumptions</code>.</p>"
@@ -145,6 +153,16 @@ def _limits(plan: Plan) -> str:
             for c in plan.constraints
         ],
     )
+
+
+def _fleet(plan: Plan) -> str:
+    """How busy each owned pool is, and what the buyer should know (the plan's advice rows)."""
+    busy = _table(
+        ["pool", "GPUs", "GPU-days", "busy GPU-days", "busy share"],
+        [[u.pool, u.gpus, u.gpu_days, u.busy_gpu_days, f"{u.busy_share:.1%}"] for u in plan.utilisation],
+    )
+    advice = _table(["kind", "advice", "USD at stake"], [[a.kind, a.message, a.usd] for a in plan.advice])
+    return "<h2>The fleet over the horizon</h2>" + busy + "<h2>Advice</h2>" + advice
 
 
 def _runner_up(plan: Plan) -> str:

@@ -107,6 +107,9 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
         ["name", "path", "limit", "used", "slack", "unit", "tight", "binding", "step", "marginal_usd"],
         limits,
     )
+    utilisation = [[u.pool, u.gpus, u.gpu_days, u.busy_gpu_days, u.busy_share] for u in plan.utilisation]
+    _sheet(wb, "Utilisation", ["pool", "gpus", "gpu_days", "busy_gpu_days", "busy_share"], utilisation)
+    _sheet(wb, "Advice", ["kind", "message", "usd"], [[a.kind, a.message, a.usd] for a in plan.advice])
     _sheet(wb, "Assumptions", ["assumption", "value"], [[k, _text(v)] for k, v in _flatten(plan.assumptions)])
     if whatif:
         columns: list[str] = []
