@@ -23,18 +23,14 @@ from planner.schema.catalog import (
     EfficiencyFile,
     Fabric,
     FabricsFile,
-    Frontend,
     Gpu,
     GpusFile,
-    LiquidCooling,
     LlmModel,
     ModelsFile,
-    Rack,
     Rental,
     ServerChassis,
-    ServersFile,
-    Storage,
 )
+from planner.schema.facility import Frontend, LiquidCooling, Rack, ServersFile, Storage
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

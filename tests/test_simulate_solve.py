@@ -15,22 +15,11 @@ from planner.cli import app
 from planner.perf.queueing import compound_quantile, generalized_poisson_quantile, mixture_p99, poisson_quantile
 from planner.simulate.check import _tighter_targets
 from planner.simulate.run import ServiceResult
+from tests.test_simulate import FIXED_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP = ROOT / "problems" / "startup.yaml"
-KEYS = {
-    "name",
-    "requests",
-    "ttft_p50_ms",
-    "ttft_p99_ms",
-    "tpot_p50_ms",
-    "tpot_p99_ms",
-    "e2e_p99_ms",
-    "slo_attainment",
-    "analytic_ttft_p99_ms",
-    "analytic_tpot_p99_ms",
-    "holds",
-}
+KEYS = FIXED_KEYS | {"holds"}
 
 
 @pytest.fixture(scope="module")

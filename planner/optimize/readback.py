@@ -9,12 +9,11 @@ from planner.bom import network_for
 from planner.catalog import Catalog
 from planner.finance import LineItem
 from planner.optimize.built import Built
+from planner.optimize.readback_workloads import inference_rows, training_rows
 from planner.optimize.solve import Solved
-from planner.options.types import InferenceOption
 from planner.pricing import decline_per_year, pool_pue, server_price_usd
-from planner.schema.model_ref import ConfigModel
-from planner.schema.plan import BucketRoute, InferenceRow, ReplicaRow, RouteShare, ServerRow, TrainingRow
-from planner.schema.problem import InferenceService, Problem
+from planner.schema.plan import InferenceRow, ServerRow, TrainingRow
+from planner.schema.problem import Problem
 
 
 @dataclass
@@ -64,8 +63,8 @@ def read_back(b: Built, s: Solved, problem: Problem, catalog: Catalog) -> ReadBa
         frontend=frontend,
         storage_tb=frontend["storage_tb"],
         servers=servers,
-        training=_training(b, s, problem),
-        inference=_inference(b, s, problem),
+        training=training_rows(b, s, problem),
+        inference=inference_rows(b, s, problem),
         items=items,
         network=network,
         racks=racks.racks,
@@ -243,43 +242,38 @@ def _frontend(b: Built, s: Solved, catalog: Catalog) -> tuple[dict[str, int], li
     tb = b.storage_tb * on
     cables = racked * fe.ports_per_server + b.storage_ports * on
     out = {"servers": racked, "ports": cables, "switches": switches, "mgmt_switches": mgmt, "storage_tb": tb}
-    items = []
-    if switches:
-        items.append(
-            LineItem(
-                "network",
-                f"Front-end Ethernet top-of-rack switch ({fe.switch_ports} ports)",
-                "frontend:switch",
-                switches,
-                float(round(fe.switch_price.usd)),
-                fe.switch_power_w,
-                f"{fe.ports_per_server} links per racked server + storage; estimate ({fe.switch_price.source.title})",
-            )
+    lines = [  # (count, item, sku, price, watts, notes)
+        (
+            switches,
+            f"Front-end Ethernet top-of-rack switch ({fe.switch_ports} ports)",
+            "frontend:switch",
+            fe.switch_price,
+            fe.switch_power_w,
+            f"{fe.ports_per_server} links per racked server + storage",
+        ),
+        (cables, "Front-end Ethernet cable per link", "frontend:cable", fe.cable_price, 0.0, ""),
+        (
+            mgmt,
+            f"Management (out-of-band) switch ({fe.mgmt_switch_ports} ports)",
+            "frontend:mgmt-switch",
+            fe.mgmt_switch_price,
+            fe.mgmt_switch_power_w,
+            "one link per racked server and switch",
+        ),
+    ]
+    items = [
+        LineItem(
+            "network",
+            item,
+            sku,
+            n,
+            float(round(price.usd)),
+            watts,
+            f"{notes + '; ' if notes else ''}estimate ({price.source.title})",
         )
-    if cables:
-        items.append(
-            LineItem(
-                "network",
-                "Front-end Ethernet cable per link",
-                "frontend:cable",
-                cables,
-                float(round(fe.cable_price.usd)),
-                0.0,
-                f"estimate ({fe.cable_price.source.title})",
-            )
-        )
-    if mgmt:
-        items.append(
-            LineItem(
-                "network",
-                f"Management (out-of-band) switch ({fe.mgmt_switch_ports} ports)",
-                "frontend:mgmt-switch",
-                mgmt,
-                float(round(fe.mgmt_switch_price.usd)),
-                fe.mgmt_switch_power_w,
-                f"one link per racked server and switch; estimate ({fe.mgmt_switch_price.source.title})",
-            )
-        )
+        for n, item, sku, price, watts, notes in lines
+        if n
+    ]
     if tb:
         items.append(
             LineItem(
@@ -340,170 +334,3 @@ def _racks_by_row(rows: list[tuple[int, int, bool]], pool_racks: int, have_racks
     if rows:
         out[new] += rest
     return out
-
-
-def _training(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:
-    rows = []
-    for job in problem.training:
-        chosen = next(o for o, x in b.train[job.name] if s.value(x))
-        start = s.value(b.starts[job.name]) / u.TIME_PER_DAY
-        days = chosen.days
-        rows.append(
-            TrainingRow(
-                name=job.name,
-                gpu=chosen.gpu,
-                gpus=chosen.gpus,
-                server=chosen.pool.server,
-                fabric=chosen.pool.fabric,
-                days=round(days, 3),
-                start_day=start,
-                end_day=round(start + u.days_up(days) / u.TIME_PER_DAY, 3),
-                deadline_days=job.deadline_days,
-                precision=job.precision,
-                method=job.method,
-                rented=chosen.rent_usd_per_gpu_hour is not None,
-                rent_usd_per_gpu_hour=chosen.rent_usd_per_gpu_hour,
-                mfu=round(chosen.estimate.mfu, 4),
-                tflops_per_gpu=round(chosen.estimate.tflops_per_gpu, 1),
-            )
-        )
-    return rows
-
-
-def _inference(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
-    rows = []
-    for svc in problem.inference:
-        if svc.model is None:
-            model = "generic"
-        else:
-            model = (
-                svc.model
-                if isinstance(svc.model, str)
-                else svc.model.entry.id
-                if isinstance(svc.model, ConfigModel)
-                else f"dense-{svc.model.params_b:g}b"
-            )
-        for y in range(b.periods):
-            year = None if b.periods == 1 else y + 1
-            required = (
-                svc.peak_requests_per_s(problem.horizon_years) if year is None else svc.requests_per_s_in_year(year)
-            )
-            kinds = [(i, o, s.value(rs[y])) for i, (o, rs) in enumerate(b.serve[svc.name])]
-            kinds = [(i, o, n) for i, o, n in kinds if n]
-            routing = _routing(b, s, svc, kinds, y, required) if svc.mix is not None else []
-            reps = []
-            capacity = 0.0
-            for index, (_, o, n) in enumerate(kinds):
-                rps = (
-                    _replica_rps(o, routing, index)
-                    if svc.mix is not None
-                    else u.rps_down(o.rps_per_replica) / u.RATE_PER_RPS
-                )
-                capacity += n * rps
-                e = o.estimate
-                reps.append(
-                    ReplicaRow(
-                        gpu=o.gpu,
-                        server=o.pool.server,
-                        gpus_per_replica=o.gpus_per_replica,
-                        precision=o.precision,
-                        count=n,
-                        attention_dp=o.attention_dp,
-                        fabric=o.pool.fabric,
-                        rps_per_replica=rps,
-                        ttft_ms=round(e.ttft_p99_ms, 3),  # targets bind the p99
-                        tpot_ms=round(e.tpot_p99_ms, 3),
-                        batch=e.batch,
-                        ttft_p99_ms=round(e.ttft_p99_ms, 3),
-                        tpot_p99_ms=round(e.tpot_p99_ms, 3),
-                        ttft_mean_ms=round(e.ttft_ms, 3),
-                        tpot_mean_ms=round(e.tpot_ms, 3),
-                        source="measured" if o.measured else "model",
-                        rented=o.rent_usd_per_gpu_hour is not None,
-                        rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
-                    )
-                )
-            start, end = _window(b, s, svc, problem)
-            rows.append(
-                InferenceRow(
-                    name=svc.name,
-                    model=model,
-                    required_rps=required,
-                    capacity_rps=round(capacity, 3),
-                    spare_replicas=svc.spare_replicas,
-                    replicas=reps,
-                    year=year,
-                    start_day=start,
-                    end_day=end,
-                    routing=routing,
-                )
-            )
-    return rows
-
-
-def _routing(
-    b: Built, s: Solved, svc: InferenceService, kinds: list[tuple[int, InferenceOption, int]], y: int, required: float
-) -> list[BucketRoute]:
-    """Bucket -> replica kind -> share of the bucket, as the solver routed it."""
-    assert svc.mix is not None
-    slices = svc.mix.slices
-    routes = b.routes[svc.name]
-    out = []
-    for k, bucket in enumerate(svc.mix.sized):
-        rps = required * (1 + svc.min_spare_share) * bucket.share
-        shares = []
-        for index, (i, o, _) in enumerate(kinds):
-            z = routes.get((i, k, y))
-            got = s.value(z) if z is not None else 0
-            if got:
-                e = o.buckets[k]
-                assert e is not None  # the model routes a bucket only to kinds that can serve it
-                shares.append(
-                    RouteShare(
-                        replica=index,
-                        gpu=o.gpu,
-                        precision=o.precision,
-                        gpus_per_replica=o.gpus_per_replica,
-                        share=got / slices,
-                        rps=rps * got / slices,
-                        ttft_ms=round(e.ttft_p99_ms, 3),
-                        tpot_ms=round(e.tpot_p99_ms, 3),
-                    )
-                )
-        out.append(
-            BucketRoute(
-                bucket=bucket.label,
-                input_tokens=bucket.input_tokens,
-                output_tokens=bucket.output_tokens,
-                share=bucket.share,
-                rps=rps,
-                routes=shares,
-            )
-        )
-    return out
-
-
-def _window(b: Built, s: Solved, svc: InferenceService, problem: Problem) -> tuple[float | None, float | None]:
-    """A windowed service's start and end day as the model holds them; (None, None) otherwise."""
-    if not svc.windowed:
-        return None, None
-    start = b.service_starts[svc.name]
-    begin = (start if isinstance(start, int) else s.value(start)) / u.TIME_PER_DAY
-    end = u.days_up(svc.end_day if svc.end_day is not None else problem.horizon_years * 365) / u.TIME_PER_DAY
-    return begin, end
-
-
-def _replica_rps(o: InferenceOption, routing: list[BucketRoute], index: int) -> float:
-    """A mix replica's capacity for the traffic routed to it: its requests per unit of its time
-    (slower when it serves more than one bucket: ``InferenceOption.colocated_factor``)."""
-    rps = busy = 0.0
-    served = 0
-    for k, bucket in enumerate(routing):
-        mine = [r for r in bucket.routes if r.replica == index]
-        served += bool(mine)
-        for r in mine:
-            rps += r.rps
-            busy += r.rps / o.bucket_rps(k)
-    if served > 1:
-        busy /= max(o.colocated_factor, 1e-9)  # the model keeps buckets apart where it is 0
-    return round(rps / busy, 3) if busy else 0.0

@@ -179,19 +179,11 @@ def _colocated(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> floa
     if len(served) < 2 or svc.model is None:
         return 1.0
     total = sum(b.share for b, _ in served)
-    gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
-    q = InferenceQuery(
-        model=shape_of(svc.model, catalog),
-        gpu=gpu,
-        gpus=rep.gpus_per_replica,
-        precision=rep.precision,
-        input_tokens=max(1, round(sum(b.share * b.input_tokens for b, _ in served) / total)),
-        output_tokens=max(1, round(sum(b.share * b.output_tokens for b, _ in served) / total)),
-        link=link_for(chassis, gpu, rep.gpus_per_replica),
-        attention_dp=rep.attention_dp,
-    )
+    mean_in = max(1, round(sum(b.share * b.input_tokens for b, _ in served) / total))
+    mean_out = max(1, round(sum(b.share * b.output_tokens for b, _ in served) / total))
+    q = _query(svc, rep, catalog, mean_in, mean_out)
     eff = catalog.efficiency
-    engine = engine_for(q, eff.generations[gpu.generation], eff.serving)
+    engine = engine_for(q, eff.generations[q.gpu.generation], eff.serving)
     if engine is None:
         return 0.0
     classes = [RequestClass(b.input_tokens, b.output_tokens, b.share) for b, _ in served]
@@ -240,8 +232,28 @@ def _recompute(
         return None, "precision not allowed"
     if rep.gpu not in catalog.gpus or rep.server not in catalog.servers:
         return None, "not in the catalog this problem may buy from (excluded?)"
+    q = _query(
+        svc, rep, catalog, input_tokens, output_tokens, concurrency=concurrency, tpot_ms=tpot_ms, ttft_ms=ttft_ms
+    )
+    eff = catalog.efficiency
+    est = estimate_inference(q, eff.generations[q.gpu.generation], eff.serving)
+    if not est.fits:
+        return None, f"does not fit: {est.reason}"
+    return est, ""  # its p99 latencies are held to the targets by the limit checks
+
+
+def _query(
+    svc: InferenceService,
+    rep: ReplicaRow,
+    catalog: Catalog,
+    input_tokens: int,
+    output_tokens: int,
+    **targets: int | float | None,
+) -> InferenceQuery:
+    """The plan's replica kind as a performance-model query, on requests of one size."""
+    assert svc.model is not None
     gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
-    q = InferenceQuery(
+    return InferenceQuery(
         model=shape_of(svc.model, catalog),
         gpu=gpu,
         gpus=rep.gpus_per_replica,
@@ -249,16 +261,9 @@ def _recompute(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         link=link_for(chassis, gpu, rep.gpus_per_replica),
-        concurrency=concurrency,
         attention_dp=rep.attention_dp,
-        tpot_ms=tpot_ms,
-        ttft_ms=ttft_ms,
+        **targets,  # type: ignore[arg-type]
     )
-    eff = catalog.efficiency
-    est = estimate_inference(q, eff.generations[gpu.generation], eff.serving)
-    if not est.fits:
-        return None, f"does not fit: {est.reason}"
-    return est, ""  # its p99 latencies are held to the targets by the limit checks
 
 
 def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
