@@ -111,3 +111,14 @@ def test_no_example_packs_an_air_rack_past_its_cap(name: str) -> None:
     site = loads_problem((PROBLEMS / name).read_text(), name).problem.site
     assert plan.max_air_rack_power_kw <= min(site.rack_power_kw, site.air_rack_power_kw) + 1e-9
     assert plan.verification == []
+
+
+def test_the_verifier_recomputes_the_air_rack_row() -> None:
+    plan = example_plan("startup.yaml").model_copy(deep=True)
+    (row,) = [c for c in plan.constraints if c.name == "air_rack_power"]
+    row.used += 5
+    problem = loads_problem((PROBLEMS / "startup.yaml").read_text(), "startup.yaml").problem
+    from planner.verify import verify
+
+    errors = verify(problem, CATALOG, plan)
+    assert any(e.startswith("air_rack_power: the limits report says") for e in errors), errors
