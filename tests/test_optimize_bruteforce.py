@@ -74,10 +74,12 @@ inference:
 
 
 def _trim(ctx: Context, rng: random.Random) -> None:
-    """Keep a few options per workload so the enumeration stays small."""
+    """Keep a few options per workload so the enumeration stays small (fewer when spares
+    multiply the replica counts to enumerate)."""
+    keep = 3 if ctx.problem.inference[0].spare_replicas else 4
     for w in ctx.workloads:
         if w.inference:
-            w.inference = rng.sample(w.inference, min(4, len(w.inference)))
+            w.inference = rng.sample(w.inference, min(keep, len(w.inference)))
         if w.training:
             w.training = rng.sample(w.training, min(3, len(w.training)))
 
@@ -89,7 +91,8 @@ def _brute_force(ctx: Context) -> float | None:
     spec = p.inference[0]
     need = u.rps_up(spec.requests_per_s)
     per = [u.rps_down(o.rps_per_replica) for o in svc.inference]
-    ranges = [range(math.ceil(need / r) + spec.spare_replicas + 1) for r in per]
+    units = [_unit_gpus(ctx, o) for o in svc.inference]
+    ranges = [range(math.ceil(need / r) + spec.spare_replicas * n + 1) for r, n in zip(per, units, strict=True)]
     jobs = [w for w in ctx.workloads if w.kind == "training"]
     job_choices = list(itertools.product(*[w.training for w in jobs])) if jobs else [()]
     best = None
@@ -97,8 +100,7 @@ def _brute_force(ctx: Context) -> float | None:
         cap = sum(c * r for c, r in zip(counts, per, strict=True))
         if cap < need:
             continue
-        largest = max((r for c, r in zip(counts, per, strict=True) if c), default=0)
-        if cap < need + spec.spare_replicas * largest:
+        if spec.spare_replicas and not _survives_a_server(svc.inference, counts, per, units, need):
             continue
         for picks in job_choices:
             gpus: dict = defaultdict(int)
@@ -110,6 +112,35 @@ def _brute_force(ctx: Context) -> float | None:
             if tco is not None and (best is None or tco < best):
                 best = tco
     return best
+
+
+def _unit_gpus(ctx: Context, o) -> int:
+    """GPUs that fail together: a server, or a compute tray on rack-scale systems."""
+    chassis = ctx.catalog.servers[o.pool.server]
+    return chassis.gpus_per_tray or chassis.gpus_per_server
+
+
+def _survives_a_server(options, counts, per, units, need) -> bool:
+    """Lay the replicas out server by server (largest first, one kind per pool where two kinds
+    could share a server), take each server down in turn, and check what is left."""
+    pools: dict = defaultdict(list)
+    for o, c, r, unit in zip(options, counts, per, units, strict=True):
+        if c:
+            pools[o.pool].append((o.gpus_per_replica, r, c, unit))
+    lost = []
+    for kinds in pools.values():
+        if len(kinds) > 1 and any(g < unit for g, _, _, unit in kinds):
+            return False
+        for g, r, c, unit in sorted(kinds, reverse=True):
+            servers: list[list[int]] = []  # [free GPUs, replicas] per server
+            for _ in range(c):
+                if not servers or servers[-1][0] < g:
+                    servers.append([unit, 0])
+                servers[-1][0] -= min(g, unit)
+                servers[-1][1] += 1
+            lost += [n * r for _, n in servers]
+    cap = sum(c * r for c, r in zip(counts, per, strict=True))
+    return cap - max(lost, default=0) >= need
 
 
 def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from planner.limits.base import Family, Limit, Measured
 from planner.limits.policy import MaxGpuTypes, Stock
 from planner.limits.site import AirRackPower, Budget, RackPower, Racks, RackUnits, SitePower
-from planner.limits.workloads import Deadline, ServiceRate, ServiceTpot, ServiceTtft
+from planner.limits.workloads import Deadline, ServiceRate, ServiceSpares, ServiceTpot, ServiceTtft
 
 FAMILIES: list[Family] = [
     Budget(),
@@ -21,6 +21,7 @@ FAMILIES: list[Family] = [
     ServiceRate(),
     ServiceTtft(),
     ServiceTpot(),
+    ServiceSpares(),
     Stock(),
     MaxGpuTypes(),
 ]

@@ -15,14 +15,16 @@ from planner.schema.problem import Problem
 
 
 def carried_rps(row: InferenceRow, spare_share: float, mix: bool) -> float:
-    """The demand a year's replicas carry at their targets with the spare replicas down.
+    """The demand a year's replicas carry at their targets with ``spare_replicas`` failure
+    domains down.
 
-    Replicas: capacity less the spares of the largest kind in use, over ``1 + min_spare_share``
-    (as the model holds it). A request-size mix holds its spares as whole replicas beyond the
-    routed load, which the verifier checks; its capacity is the routed kinds' capacity."""
+    Replicas: capacity less what the worst domain holds (``per_domain`` replicas of a kind),
+    spare_replicas times, over ``1 + min_spare_share`` (as the model holds it). A request-size
+    mix holds each kind's spares beyond its own routed load, which the verifier checks; its
+    capacity is the routed kinds' capacity."""
     capacity = sum(r.count * r.rps_per_replica for r in row.replicas)
     if not mix:
-        capacity -= row.spare_replicas * max((r.rps_per_replica for r in row.replicas), default=0.0)
+        capacity -= row.spare_replicas * max((r.per_domain * r.rps_per_replica for r in row.replicas), default=0.0)
     return capacity / (1 + spare_share)
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from planner import units as u
+from planner.domains import domains_survived
 from planner.limits.base import Family, Limit, Measured
 
 if TYPE_CHECKING:
     from planner.catalog import Catalog
     from planner.optimize.built import Built
+    from planner.schema.plan import Plan
     from planner.schema.problem import Problem
 
 
@@ -124,3 +127,35 @@ class ServiceTpot(_Latency):
 
     def used(self, m: Measured, limit: Limit) -> float:
         return m.tpot_p99_ms.get(limit.subject, 0.0)
+
+
+class ServiceSpares(Family):
+    """The failure domains (servers, or racks with ``spare_domain: rack``) a service can lose
+    and still carry its demand, against ``spare_replicas`` (a floor). Its marginal value is
+    what one domain fewer would save: the price of the redundancy."""
+
+    pattern, unit, at_least, prunes_options = "service:<name>:spares", "domains", True, False
+
+    def limits(self, problem: Problem, catalog: Catalog) -> list[Limit]:
+        return [
+            Limit(f"service:{s.name}:spares", f"inference.{s.name}.spare_replicas", s.spare_replicas, s.name)
+            for s in problem.inference
+            if s.spare_replicas
+        ]
+
+    def used(self, m: Measured, limit: Limit) -> float:
+        return m.extra.get(f"spares:{limit.subject}", 0.0)
+
+    def read(self, problem: Problem, plan: Plan, m: Measured) -> None:
+        services = {s.name: s for s in problem.inference}
+        for row in plan.inference:
+            svc = services.get(row.name)
+            if svc is not None and svc.spare_replicas:
+                key = f"spares:{row.name}"
+                m.extra[key] = min(m.extra.get(key, math.inf), domains_survived(row, svc))
+
+    def step(self, limit: Limit, m: Measured, catalog: Catalog) -> float:
+        return -1
+
+    def sentence(self, limit: Limit, required: float) -> str:
+        return f"hold {limit.subject}'s demand with {required:g} failure domains down instead of {limit.value:g}"

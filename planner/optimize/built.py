@@ -46,7 +46,8 @@ class Built:
     train: dict[str, list[tuple[TrainingOption, cp_model.IntVar]]] = field(default_factory=dict)
     periods: int = 1  # operating years planned separately (1: one purchase up front serves every year)
     serve: dict[str, list[tuple[InferenceOption, list[cp_model.IntVar]]]] = field(default_factory=dict)  # per period
-    serve_rates: dict[str, tuple[int, int, list[int]]] = field(default_factory=dict)  # need, spare, per replica
+    # need, spare, per replica, replicas per failure domain
+    serve_rates: dict[str, tuple[int, int, list[int], list[int]]] = field(default_factory=dict)
     # per mix service: (option index, bucket index, period) -> slices of the bucket routed to that kind
     routes: dict[str, dict[tuple[int, int, int], cp_model.IntVar]] = field(default_factory=dict)
     kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned: (servers, racks), sunk

@@ -46,7 +46,7 @@ def build(
             b.slacks[lim.name] = b.model.new_int_var(0, max(0, fam.slack_bound(lim)), f"slack[{lim.name}]")
     _pools(b, problem, catalog, workloads, relax)
     _training(b, problem, workloads)
-    serving(b, problem, workloads, relax)
+    serving(b, problem, catalog, workloads, relax)
     _gpu_use(b, problem)
     gpu_type_flags(b)
     b.gpu_vendor = {g: catalog.gpus[g].vendor for g in b.gpu_type_used}

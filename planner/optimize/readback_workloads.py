@@ -63,7 +63,8 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
             routing = _routing(b, s, svc, kinds, y, required) if svc.mix is not None else []
             reps = []
             capacity = 0.0
-            for index, (_, o, n) in enumerate(kinds):
+            per_domain = b.serve_rates[svc.name][3]
+            for index, (i, o, n) in enumerate(kinds):
                 rps = (
                     _replica_rps(o, routing, index)
                     if svc.mix is not None
@@ -80,6 +81,7 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         count=n,
                         attention_dp=o.attention_dp,
                         fabric=o.pool.fabric,
+                        per_domain=min(n, per_domain[i]),
                         rps_per_replica=rps,
                         ttft_ms=round(e.ttft_p99_ms, 3),  # targets bind the p99
                         tpot_ms=round(e.tpot_p99_ms, 3),
@@ -101,6 +103,8 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     required_rps=required,
                     capacity_rps=round(capacity, 3),
                     spare_replicas=svc.spare_replicas,
+                    spare_domain=svc.spare_domain,
+                    domain_loss_rps=round(max((r.per_domain * r.rps_per_replica for r in reps), default=0.0), 3),
                     replicas=reps,
                     year=year,
                     start_day=start,

@@ -11,6 +11,7 @@ from ortools.sat.python import cp_model
 from planner import units as u
 from planner.bom import PoolKey
 from planner.catalog import Catalog
+from planner.domains import pool_replicas_per_domain
 from planner.finance import Rates
 from planner.optimize.built import Built, Expr, upper
 from planner.optimize.costs import rent_pv_usd
@@ -19,26 +20,30 @@ from planner.pricing import pool_pue, server_unit_tco_usd
 from planner.schema.problem import InferenceService, Problem
 
 
-def serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax: Collection[str]) -> None:
+def serving(
+    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], relax: Collection[str]
+) -> None:
     services = {s.name: s for s in problem.inference}
     for w in (w for w in workloads if w.kind == "inference"):
         svc = services[w.name]
         if svc.mix is not None:
-            _serving_mix(b, problem, svc, w, relax)
+            _serving_mix(b, problem, catalog, svc, w, relax)
             continue
         m = b.model
         needs = [u.rps_up(r * (1 + svc.min_spare_share)) for r in _demand(problem, svc, b.periods)]
-        reps, pers = [], []
+        reps, pers, qs = [], [], []
         for i, o in enumerate(w.inference):
             per = u.rps_down(o.rps_per_replica)
             if per <= 0:
                 continue
-            ub = [math.ceil(need / per) + svc.spare_replicas for need in needs]
+            q = _per_domain(o, svc, catalog, problem)
+            ub = [math.ceil(need / per) + svc.spare_replicas * q for need in needs]
             rs = [m.new_int_var(0, ub[y], f"replicas[{w.name}#{i}@{y}]") for y in range(b.periods)]
             reps.append((o, rs))
             pers.append(per)
+            qs.append(q)
         b.serve[w.name] = reps
-        b.serve_rates[w.name] = (needs[-1], svc.spare_replicas, pers)
+        b.serve_rates[w.name] = (needs[-1], svc.spare_replicas, pers, qs)
         name = f"service:{w.name}:rate"
         s = b.slacks.get(name, 0)
         b.capacity[w.name] = []
@@ -49,7 +54,11 @@ def serving(b: Built, problem: Problem, workloads: list[WorkloadOptions], relax:
             if year and name not in relax:
                 _cover_cuts(m, year, need, svc.spare_replicas, f"{w.name}@{y}")
             if svc.spare_replicas:
-                _spare(m, year, capacity + s, need, svc.spare_replicas, f"{w.name}@{y}")
+                _domain_spare(m, year, qs, capacity + s, need, svc.spare_replicas, f"{w.name}@{y}")
+
+
+def _per_domain(o: InferenceOption, svc: InferenceService, catalog: Catalog, problem: Problem) -> int:
+    return pool_replicas_per_domain(o.pool, o.gpus_per_replica, catalog, problem.site, svc.spare_domain)
 
 
 def _demand(problem: Problem, svc: InferenceService, periods: int) -> list[float]:
@@ -62,7 +71,9 @@ def _demand(problem: Problem, svc: InferenceService, periods: int) -> list[float
 LOAD_PER_REPLICA = 1_000_000  # a replica's time in millionths: rounding up adds under 1e-4 replica per kind
 
 
-def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadOptions, relax: Collection[str]) -> None:
+def _serving_mix(
+    b: Built, problem: Problem, catalog: Catalog, svc: InferenceService, w: WorkloadOptions, relax: Collection[str]
+) -> None:
     """Per-bucket routing (as Mélange): each bucket is cut into ``slices`` equal slices and
     every slice goes to one replica kind that meets the bucket's targets. A kind's replicas
     are busy for the sum of its slices' shares of time: rate / (kind's rate on that bucket).
@@ -91,7 +102,8 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
             most = sum(c * slices for c, _ in terms)
             if o.colocated_factor < 1:
                 most = math.ceil(most / max(o.colocated_factor, 1e-3))
-            r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + svc.spare_replicas, f"replicas[{w.name}#{i}@{y}]")
+            spares = svc.spare_replicas * _per_domain(o, svc, catalog, problem)
+            r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + spares, f"replicas[{w.name}#{i}@{y}]")
             # the replica-time the kind's routed slices take (more when it serves several buckets)
             load = m.new_int_var(0, most, f"load[{w.name}#{i}@{y}]")
             m.add(load >= sum(c * z for c, z in terms))
@@ -102,19 +114,44 @@ def _serving_mix(b: Built, problem: Problem, svc: InferenceService, w: WorkloadO
         _colocation(b, w.name, i, o, routes, coef, [loads[(i, y)] for y in range(len(demand))], slices)
     b.serve[w.name] = reps
     b.routes[w.name] = routes
-    b.serve_rates[w.name] = (u.rps_up(demand[-1]), svc.spare_replicas, [])
+    b.serve_rates[w.name] = (
+        u.rps_up(demand[-1]),
+        svc.spare_replicas,
+        [],
+        [_per_domain(o, svc, catalog, problem) for o, _ in reps],
+    )
     for y in range(b.periods):
         for k, bucket in enumerate(buckets):
             served = [z for (i, kk, yy), z in routes.items() if kk == k and yy == y]
             tag = "" if b.periods == 1 else f"@{y + 1}"
             m.add(sum(served) == slices).with_name(f"service:{w.name}:rate:{bucket.label}{tag}")
         if svc.spare_replicas:
-            # k whole replicas beyond the routed load, of kinds already serving
-            total = sum(rs[y] for _, rs in reps)
-            busy = sum(load for (_, yy), load in loads.items() if yy == y)
-            m.add(LOAD_PER_REPLICA * total >= busy + LOAD_PER_REPLICA * svc.spare_replicas).with_name(
-                f"service:{w.name}:spare@{y}"
-            )
+            _mix_spares(b, svc, catalog, problem, reps, loads, y)
+
+
+def _mix_spares(
+    b: Built,
+    svc: InferenceService,
+    catalog: Catalog,
+    problem: Problem,
+    reps: list[tuple[InferenceOption, list[cp_model.IntVar]]],
+    loads: dict[tuple[int, int], cp_model.IntVar],
+    y: int,
+) -> None:
+    """Each kind carries its own routed load with k failure domains down: a spare must be able
+    to take the traffic it stands in for, and only replicas that serve the same buckets can
+    (a kind's replicas are the ones that do, whatever the packing puts beside them)."""
+    m = b.model
+    for i, (o, rs) in enumerate(reps):
+        # k x min(r, q) replicas down: a kind with fewer than q replicas would lose them all, so
+        # one in use has at least k x q beyond its load, and min(r, q) is q
+        q = _per_domain(o, svc, catalog, problem)
+        r = rs[y]
+        used = m.new_bool_var(f"in_use[{r.name}]")
+        m.add(r <= upper(r) * used)
+        m.add(LOAD_PER_REPLICA * r >= loads[(i, y)] + LOAD_PER_REPLICA * svc.spare_replicas * q * used).with_name(
+            f"service:{svc.name}:spare#{i}@{y}"
+        )
 
 
 def _colocation(
@@ -157,15 +194,56 @@ def slice_load(bucket_rps: float, slices: int, replica_rps: float) -> int:
     return math.ceil(round(bucket_rps / slices / replica_rps * LOAD_PER_REPLICA, 6))
 
 
-def _spare(
+def _domain_spare(
     m: cp_model.CpModel,
     reps: list[tuple[InferenceOption, cp_model.IntVar, int]],
+    per_domain: list[int],
     capacity: Expr,
     need: int,
     k: int,
     name: str,
 ) -> None:
-    """N+k: demand is still met with k replicas of the largest kind in use down.
+    """N+k by failure domain: the demand is still met with any k domains down (planner.domains).
+
+    One domain holds at most ``min(replicas, per_domain)`` of a kind; a service with spares runs
+    one kind per pool wherever two kinds could share a server, so the worst domain loses
+    ``max over kinds of rate x min(replicas, per_domain)``. With every kind filling its domain
+    (per_domain 1) that is the largest replica in use, held in the tighter tier form alone.
+    """
+    largest = _largest_in_use(m, reps, name)
+    if all(q == 1 for q in per_domain):
+        m.add(capacity >= need + k * largest).with_name(f"service:{name}:spare")
+        return
+    m.add(capacity >= need + k * largest)  # a cut: the level below is at least the largest replica
+    by_pool: dict[PoolKey, list[cp_model.IntVar]] = {}
+    for (o, r, _), q in zip(reps, per_domain, strict=True):
+        by_pool.setdefault(o.pool, []).append(r)
+    for pool, rs in sorted(by_pool.items()):
+        qs = [q for (o, _, _), q in zip(reps, per_domain, strict=True) if o.pool == pool]
+        if len(rs) > 1 and any(q > 1 for q in qs):
+            used = [m.new_bool_var(f"kind_used[{name}/{pool.label()}#{j}]") for j in range(len(rs))]
+            for r, flag in zip(rs, used, strict=True):
+                m.add(r <= upper(r) * flag)
+            m.add(sum(used) <= 1).with_name(f"service:{name}:one_kind[{pool.label()}]")
+    # loss >= rate x min(r, q) for every kind: exactly, by a disjunction on which is smaller,
+    # and by the chord of min(r, q) over r in [0, upper(r)], which the LP relaxation sees (tight
+    # for a kind serving alone: its upper bound is demand / rate + k x q)
+    most = max(per * q for (_, _, per), q in zip(reps, per_domain, strict=True))
+    loss = m.new_int_var(0, most, f"domain_loss[{name}]")
+    m.add(loss >= largest)
+    for (_, r, per), q in zip(reps, per_domain, strict=True):
+        if q == 1 or upper(r) == 0:
+            continue
+        m.add(upper(r) * loss >= per * min(q, upper(r)) * r)
+        full = m.new_bool_var(f"fills_domain[{r.name}]")
+        m.add(loss >= per * q).only_enforce_if(full)
+        m.add(r <= q - 1).only_enforce_if(~full)
+        m.add(loss >= per * r).only_enforce_if(~full)
+    m.add(capacity >= need + k * loss).with_name(f"service:{name}:spare")
+
+
+def _largest_in_use(m: cp_model.CpModel, reps: list[tuple[InferenceOption, cp_model.IntVar, int]], name: str) -> Expr:
+    """The largest replica rate in use.
 
     Incremental form (tighter LP than one indicator per option): with options
     sorted by replica rate p_1 <= ... <= p_m, u_j says "some option j' >= j is
@@ -179,8 +257,7 @@ def _spare(
         if j:
             m.add(us[j] <= us[j - 1])
     steps = [per - (ordered[j - 1][2] if j else 0) for j, (_, _, per) in enumerate(ordered)]
-    largest = sum(step * u for step, u in zip(steps, us, strict=True))
-    m.add(capacity >= need + k * largest).with_name(f"service:{name}:spare")
+    return sum(step * u for step, u in zip(steps, us, strict=True))
 
 
 def _cover_cuts(
@@ -222,7 +299,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
         rack_share = rack / p.fit_per_rack if p.fit_per_rack and not problem.site.existing_racks else 0.0
         site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
     for name, per_year in b.serve.items():
-        need, spare, pers = b.serve_rates[name]
+        need, spare, pers, per_domain = b.serve_rates[name]
         if not per_year or not pers or f"service:{name}:rate" in relax:
             continue  # no floor for mixes: their capacity depends on the routing
         reps = [(o, rs[0]) for o, rs in per_year]
@@ -238,7 +315,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
         capacity = sum(per * r for _, r, per in triples)
         alone.add(capacity >= need)
         if spare:
-            _spare(alone, [(o, r, per) for (o, _), r, per in triples], capacity, need, spare, name)
+            _domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)
         alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1

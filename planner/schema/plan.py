@@ -64,6 +64,7 @@ class ReplicaRow(Out):
     rent_usd_per_gpu_hour: float | None = None
     attention_dp: int = 1  # attention data-parallel groups (MoE wide expert parallelism); 1: plain TP
     fabric: str = "none"  # the pool's scale-out fabric: a training job's pool, when a service reuses it
+    per_domain: int = 0  # the most of these replicas one failure domain (the service's spare_domain) holds
 
 
 class RouteShare(Out):
@@ -93,6 +94,8 @@ class InferenceRow(Out):
     capacity_rps: float
     spare_replicas: int
     replicas: list[ReplicaRow]
+    spare_domain: str = "server"  # what fails at once: server (a compute tray on rack-scale systems) | rack
+    domain_loss_rps: float = 0.0  # the capacity the worst single failure domain takes down
     year: int | None = None  # operating year served (1 = first); None: every year (bought up front)
     start_day: float | None = None  # serving starts (a service with start_day/after); None: day 0
     end_day: float | None = None  # serving ends; None: the horizon's end

@@ -200,7 +200,13 @@ class InferenceService(Strict):
     output_tokens: int = Field(default=256, ge=1, le=10_000_000, description="mean generated length")
     ttft_ms: float = Field(default=2000.0, gt=0, le=1e7, description="time to first token target")
     tpot_ms: float = Field(default=100.0, gt=0, le=1e7, description="time per output token target")
-    spare_replicas: int = Field(default=0, ge=0, le=1000, description="N+k redundancy")
+    spare_replicas: int = Field(
+        default=0, ge=0, le=1000, description="N+k: the rate still holds with this many failure domains down"
+    )
+    spare_domain: Literal["server", "rack"] = Field(
+        default="server",
+        description="what fails at once: one server (a compute tray on rack-scale systems) or one whole rack",
+    )
     min_spare_share: float = Field(
         default=0.0, ge=0, le=10, description="spare capacity: serve at least (1 + this) x demand (0.2: 20% headroom)"
     )

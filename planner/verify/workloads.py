@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from planner.catalog import Catalog
+from planner.domains import Lost, domain_losses, worst_kind_loss, worst_loss_rps
 from planner.limits.base import Measured
-from planner.limits.measure import carried_rps
 from planner.options.training import estimate_job
 from planner.perf.inference import InferenceEstimate, InferenceQuery, engine_for, estimate_inference
 from planner.perf.links import link_for
@@ -16,6 +16,7 @@ from planner.perf.shapes import shape_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow, TrainingRow
 from planner.schema.problem import InferenceService, MixBucket, Problem, TrainingJob
 from planner.verify.common import REL
+from planner.verify.domains import check_claims
 
 
 def check_training(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
@@ -55,7 +56,9 @@ def _job_days(job: TrainingJob, t: TrainingRow, catalog: Catalog) -> str:
 
 def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
     """Each replica kind recomputed with the performance model (or the user's benchmark);
-    the demand each year's replicas carry and their p99 latencies go to the limit checks."""
+    the demand each year's replicas carry (with their worst failure domains down, on the
+    verifier's own placement) and their p99 latencies go to the limit checks."""
+    losses = domain_losses(problem, catalog, plan)
     for svc in problem.inference:
         rows = [s for s in plan.inference if s.name == svc.name]
         if not rows:
@@ -71,8 +74,10 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
             if not math.isclose(row.required_rps, need, rel_tol=REL):
                 errs.append(f"service {svc.name}{_year(row)}: plans for {row.required_rps} rps, demand is {need:g}")
             capacity = None
+            units = losses.get((row.name, row.year), [])
+            check_claims(row, units, errs)
             if svc.mix is not None:
-                found, capacity = _check_mix(svc, row, need * (1 + svc.min_spare_share), catalog, errs)
+                found, capacity = _check_mix(svc, row, need * (1 + svc.min_spare_share), catalog, units, errs)
                 latencies += found
             for rep in [] if svc.mix is not None else row.replicas:
                 why, p99 = (
@@ -84,7 +89,11 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                     errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {why}")
                 latencies.append(p99)
             carried = (
-                carried_rps(row, svc.min_spare_share, mix=False)
+                (
+                    sum(r.count * r.rps_per_replica for r in row.replicas)
+                    - worst_loss_rps(row, units, svc.spare_replicas)
+                )
+                / (1 + svc.min_spare_share)
                 if capacity is None
                 else capacity / (1 + svc.min_spare_share)  # a mix: from the recomputed kinds
             )
@@ -100,10 +109,11 @@ def _year(row: InferenceRow) -> str:
 
 
 def _check_mix(
-    svc: InferenceService, row: InferenceRow, need: float, catalog: Catalog, errs: list[str]
+    svc: InferenceService, row: InferenceRow, need: float, catalog: Catalog, units: list[Lost], errs: list[str]
 ) -> tuple[list[P99], float]:
     """Every bucket is fully routed, in whole slices, to kinds that meet its targets at its own
-    sizes; each kind's replicas have the time for the traffic routed to them (plus the spares),
+    sizes; each kind's replicas have the time for the traffic routed to them, also with the
+    service's worst failure domains down (``units``: what each domain holds),
     and carry the requests/s the plan claims for them. Returns the recomputed p99 (TTFT, TPOT)
     of every route and the replicas' capacity in requests/s of the routed mix."""
     assert svc.mix is not None
@@ -155,8 +165,13 @@ def _check_mix(
         else:  # the same figure to the plan's thousandth: count it as the report does
             per_replica = rep.rps_per_replica
         capacity += rep.count * per_replica
-    if sum(r.count for r in row.replicas) + 1e-4 < sum(busy) + svc.spare_replicas:
-        errs.append(f"service {svc.name}{_year(row)}: fewer than {svc.spare_replicas} spare replicas")
+    for i, (rep, load) in enumerate(zip(row.replicas, busy, strict=True)):
+        down = worst_kind_loss(units, i, svc.spare_replicas)
+        if svc.spare_replicas and rep.count - down + 1e-4 < load:
+            errs.append(
+                f"service {svc.name}{_year(row)}: {rep.gpu} x{rep.gpus_per_replica} needs {load:.3f} replicas; "
+                f"{rep.count - down} are left with {svc.spare_replicas} {svc.spare_domain}(s) down"
+            )
     return latencies, capacity
 
 
