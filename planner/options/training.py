@@ -9,11 +9,13 @@ from typing import TypeAlias
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
+from planner.fabric import fits, offered
 from planner.options.types import PoolLimit, Rejection, TrainingOption, WorkloadOptions
 from planner.perf.links import link_for, packing_sizes
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training
-from planner.schema.catalog import Fabric, Gpu, ServerChassis
+from planner.schema.catalog import Gpu, ServerChassis
+from planner.schema.fabric import Fabric
 from planner.schema.problem import Problem, TrainingJob
 
 Estimator: TypeAlias = Callable[[int], TrainingEstimate]  # a job's figures on n GPUs
@@ -48,7 +50,7 @@ def training_options(
         for gpu_id in chassis.gpus:
             gpu = catalog.gpus[gpu_id]
             for fabric in catalog.fabrics.values():
-                if fabric.kind != "none" and chassis.scaleout_nics == 0:
+                if not fits(fabric, chassis):  # no scale-out NICs; one rail is no rail-optimised fabric
                     continue
                 key = PoolKey(chassis.id, gpu_id, fabric.id)
                 cap, why = limit(key)
@@ -95,12 +97,18 @@ def job_sizes(chassis: ServerChassis, fabric: Fabric, cap: int) -> Sequence[int]
     fabric. A 256-GPU job on GB200 NVL72 holds 64 trays: three racks and 10 of the 18 trays of
     a fourth; the fourth rack's other 8 trays (32 GPUs) stay free for the pool's other jobs
     (at the same time), and on its own the job still buys four whole racks.
+
+    A 2:1 or rail-optimised wiring is offered only to sizes whose NIC ports one switch cannot
+    hold (``planner.fabric.offered``): 9 servers and up for 8-NIC servers on 64-port switches.
     """
     per = chassis.gpus_per_server
     if fabric.kind == "none":
         return packing_sizes(per, chassis.gpus_per_tray)
     step = chassis.gpus_per_tray or per
-    return range(per + step, cap * per + 1, step)  # lazy: caps can be large
+    first = per + step
+    while first <= cap * per and not offered(fabric, math.ceil(first * chassis.scaleout_nics / per)):
+        first += step  # 2:1 and rail-optimised wirings: only jobs beyond one switch's ports
+    return range(first, cap * per + 1, step)  # lazy: caps can be large
 
 
 def estimate_job(
@@ -117,6 +125,7 @@ def estimate_job(
         fabric=fabric,
         gpus_per_server=chassis.gpus_per_server,
         gpus_per_tray=chassis.gpus_per_tray,
+        nics_per_server=chassis.scaleout_nics,
         gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
         seq_len=job.seq_len,
         mfu=job.mfu,
