@@ -15,7 +15,7 @@ from planner.perf.links import link_for, packing_sizes
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training
 from planner.schema.catalog import Gpu, ServerChassis
-from planner.schema.fabric import Fabric
+from planner.schema.fabric import DEFAULT_TOPOLOGY, Fabric
 from planner.schema.problem import Problem, TrainingJob
 
 Estimator: TypeAlias = Callable[[int], TrainingEstimate]  # a job's figures on n GPUs
@@ -67,7 +67,9 @@ def training_options(
                 chosen, reason = _smallest_in_time(sizes, estimate, window)
                 picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
                 limit_days = window
-                if slower:
+                # a diagnosis sizes slower jobs on the fat tree; the other wirings keep their
+                # deadline sizes (measured: the full range on them made infeasible-budget 10x slower)
+                if slower and fabric.topology == DEFAULT_TOPOLOGY:
                     limit_days = problem.horizon_years * 365.0 - start
                     picks = sorted(set(picks) | set(_slower_sizes(sizes, estimate, limit_days, chosen)))
                 if not picks:
