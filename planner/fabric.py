@@ -148,7 +148,8 @@ def offered(fabric: Fabric, job_ports: int) -> bool:
     """Whether a job of ``job_ports`` NIC ports is offered this wiring: the fat tree always;
     the others only beyond one switch's ports. A job one switch holds runs no faster on them,
     and on its own the fat tree's single switch is its cheapest network (it could still share
-    a large 2:1 fabric with other jobs; the model does not offer that)."""
+    a large 2:1 fabric with other jobs; the model does not offer that). Nor are they offered
+    to a job the fat tree trains in time within one switch (``options.training``)."""
     return fabric.topology == DEFAULT_TOPOLOGY or job_ports > fabric.switch_radix
 
 

@@ -46,11 +46,14 @@ def training_options(
     wo = WorkloadOptions(job.name, "training", shape)
     start = job.release_day if earliest_start is None else earliest_start
     window = job.deadline_days - start
+    fat_tree: dict[tuple[str, str, str], int] = {}  # the fat tree's deadline size (GPUs), per pool
     for chassis in catalog.servers.values():
         for gpu_id in chassis.gpus:
             gpu = catalog.gpus[gpu_id]
-            for fabric in catalog.fabrics.values():
+            for fabric in catalog.fabrics.values():  # a fat tree before its other wirings
                 if not fits(fabric, chassis):  # no scale-out NICs; one rail is no rail-optimised fabric
+                    continue
+                if _fat_tree_suffices(fabric, chassis, fat_tree.get((chassis.id, gpu_id, fabric.base_id))):
                     continue
                 key = PoolKey(chassis.id, gpu_id, fabric.id)
                 cap, why = limit(key)
@@ -65,6 +68,8 @@ def training_options(
                     return estimate_job(job, shape, catalog, chassis, gpu, fabric, n)
 
                 chosen, reason = _smallest_in_time(sizes, estimate, window)
+                if chosen is not None and fabric.topology == DEFAULT_TOPOLOGY:
+                    fat_tree[(chassis.id, gpu_id, fabric.id)] = chosen
                 picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
                 limit_days = window
                 # a diagnosis sizes slower jobs on the fat tree; the other wirings keep their
@@ -81,6 +86,15 @@ def training_options(
                     if est.fits and est.days <= limit_days:
                         wo.training.append(TrainingOption(job.name, key, n, est))
     return wo
+
+
+def _fat_tree_suffices(fabric: Fabric, chassis: ServerChassis, fat_tree_gpus: int | None) -> bool:
+    """A 2:1 or rail-optimised wiring is not offered to a job the fat tree of the same fabric
+    trains in time within one switch's ports: the others only hold it beyond one switch
+    (``job_sizes``), where it needs more servers and more network."""
+    if fabric.topology == DEFAULT_TOPOLOGY or fat_tree_gpus is None:
+        return False
+    return not offered(fabric, math.ceil(fat_tree_gpus * chassis.scaleout_nics / chassis.gpus_per_server))
 
 
 def job_sizes(chassis: ServerChassis, fabric: Fabric, cap: int) -> Sequence[int]:
