@@ -213,7 +213,7 @@ def _topology(fabric: Fabric) -> dict[str, object]:
     return {
         "topology": fabric.topology,
         "training_scaling": fabric.training_scaling,
-        "topology_scaling_beyond_one_leaf": fabric.topology_scaling,
+        "topology_scaling_beyond_one_hop": fabric.topology_scaling,
         "source": f"{src.title} ({src.date})" if src else "",
     }
 

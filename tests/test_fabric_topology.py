@@ -272,6 +272,14 @@ def test_fat_tree_wins_a_tight_deadline_at_twenty_servers() -> None:
     assert chosen == "ib-ndr" == min(expected, key=lambda f: expected[f])
 
 
+def test_a_job_one_switch_holds_gets_the_fat_tree_only() -> None:
+    """70B fits 2 servers (its memory minimum) in time on the fat tree: one switch holds it, so the
+    2:1 and rail wirings (offered beyond one switch, 9 servers and up) are not offered."""
+    small = _problem(2e9, 60).replace("llama-3.1-405b", "llama-3.1-70b")
+    (w,) = prepare(loads_problem(small, "s.yaml")).workloads
+    assert {(o.pool.fabric, o.gpus) for o in w.training} == {("ib-ndr", 16)}
+
+
 # ---------------------------------------------------------------- exclusion, the verifier
 
 

@@ -89,7 +89,7 @@ def _fabric_cells(f: Fabric) -> list[str]:
         str(f.switch_radix),
         _price(f.switch_price),
         _price(f.cable_price),
-        f"{f.training_scaling:g}" + (f" x {f.topology_scaling:g} beyond a leaf" if f.topology_scaling != 1 else ""),
+        f"{f.training_scaling:g}" + (f" x {f.topology_scaling:g} beyond one hop" if f.topology_scaling != 1 else ""),
         _sourced(f),
     ]
 

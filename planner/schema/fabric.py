@@ -50,8 +50,8 @@ class Fabric(Strict):
         default=1.0,
         gt=0,
         le=2,
-        description="assumption: multiplies training_scaling for a job whose NIC ports outgrow one leaf "
-        "(the share stays at most 1)",
+        description="assumption: multiplies training_scaling for a job whose NIC ports outgrow one switch "
+        "hop (planner.fabric.one_hop_ports; the share stays at most 1)",
     )
     topology_name: str = Field(default="", description="the topology in words (from the topologies table)")
     topology_source: Source | None = Field(default=None, description="where topology_scaling comes from")
@@ -83,7 +83,7 @@ class Topology(Strict):
         gt=0,
         le=2,
         description="assumption: multiplies a fabric's training_scaling for a job whose NIC ports outgrow "
-        "one leaf (1 for the fat tree, by definition)",
+        "one switch hop (1 for the fat tree, by definition)",
     )
     source: Source
     notes: str = ""
