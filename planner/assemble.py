@@ -15,6 +15,7 @@ from planner.optimize.readback import ReadBack, read_back
 from planner.optimize.solve import Solved
 from planner.part_notes import part_notes
 from planner.pricing import server_unit_tco_usd
+from planner.schema.fabric import Fabric
 from planner.schema.plan import AdviceRow, CashFlowRow, Plan, PurchaseRow
 from planner.schema.problem import Problem
 from planner.utilisation import close_limits, idle_advice, utilisation
@@ -78,7 +79,7 @@ def assemble_plan(ctx: Context, built: Built, solved: Solved) -> Plan:
             if not li.sunk  # already owned: not on the purchase list
         ],
         cash_flows=[CashFlowRow(**vars(f)) for f in money.cash_flows],
-        assumptions=_assumptions(ctx, gpus),
+        assumptions=_assumptions(ctx, gpus, [str(n["fabric"]) for n in rb.network]),
         rent_vs_buy=_rent_vs_buy(per_gpu, catalog, rates),
     )
     # the limits report reads the plan itself: it cannot say what the plan does not hold
@@ -206,6 +207,17 @@ def _rent_vs_buy(
     return out
 
 
+def _topology(fabric: Fabric) -> dict[str, object]:
+    """A fabric's topology and what it assumes of training across servers."""
+    src = fabric.topology_source
+    return {
+        "topology": fabric.topology,
+        "training_scaling": fabric.training_scaling,
+        "topology_scaling_beyond_one_hop": fabric.topology_scaling,
+        "source": f"{src.title} ({src.date})" if src else "",
+    }
+
+
 def finance_assumptions(p: Problem) -> dict[str, object]:
     return {
         "horizon_years": p.horizon_years,
@@ -222,7 +234,7 @@ def finance_assumptions(p: Problem) -> dict[str, object]:
     }
 
 
-def _assumptions(ctx: Context, gpus: dict[str, int]) -> dict[str, object]:
+def _assumptions(ctx: Context, gpus: dict[str, int], fabrics: list[str]) -> dict[str, object]:
     catalog = ctx.catalog
     eff = catalog.efficiency
     used = [catalog.gpus[g] for g in gpus]
@@ -245,7 +257,10 @@ def _assumptions(ctx: Context, gpus: dict[str, int]) -> dict[str, object]:
         "serving": eff.serving.model_dump(mode="json", exclude={"source"}),
         "training": eff.training.model_dump(mode="json", exclude={"source"}),
         "racks": "homogeneous racks: one pool (chassis, GPU, fabric) per rack; switches in network racks",
-        "network": "non-blocking leaf/spine per fabric; one switch while the ports fit",
+        "network": "two-tier leaf/spine per fabric in its topology: a non-blocking fat tree is one switch while "
+        "the ports fit, else leaves with half their ports up; 2:1 oversubscribed leaves have a third up; "
+        "rail-optimised leaves take one NIC rail each (at least one leaf per rail)",
+        "fabric_topologies": {f: _topology(catalog.fabrics[f]) for f in fabrics},
         "inference_capacity": "replicas planned at `headroom` of their modelled throughput",
         "training_sharing": "jobs that do not overlap in time share a pool's GPUs; services hold theirs all along",
         "catalog_exclude": ctx.problem.catalog.exclude,

@@ -8,8 +8,8 @@ Rules (used by the optimiser, the verifier and the reports alike):
   air-cooled rack holds no more than ``site.air_rack_power_kw``.
 - Liquid-cooled chassis pay ``liquid_cooling.price_usd_per_kw`` per kW of their IT power and run
   at the liquid PUE; everything else at ``finance.pue``.
-- Each fabric is a non-blocking leaf/spine network: one switch while the ports fit;
-  beyond that leaves with half their ports down, and spines for the uplinks.
+- Each fabric is a two-tier leaf/spine network in its topology (``planner.fabric``: a
+  non-blocking fat tree, 2:1 oversubscribed, or rail-optimised), sized from its NIC ports.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from planner import units as u
 from planner.catalog import Catalog
-from planner.schema.catalog import Fabric, ServerChassis
+from planner.schema.catalog import ServerChassis
 from planner.schema.problem import Site
 
 
@@ -109,33 +109,3 @@ def racks_needed(count: int, fit: int) -> int:
     if count == 0:
         return 0
     return math.ceil(count / fit)
-
-
-@dataclass(frozen=True)
-class Network:
-    ports: int
-    leaves: int
-    spines: int
-    cables: int
-
-    @property
-    def switches(self) -> int:
-        return self.leaves + self.spines
-
-
-def max_ports(fabric: Fabric) -> int:
-    """Two tiers of radix-R switches connect at most R * R / 2 ports non-blocking."""
-    r = fabric.switch_radix
-    return r * (r // 2)
-
-
-def network_for(fabric: Fabric, ports: int) -> Network:
-    """The cheapest non-blocking leaf/spine network for ``ports`` NIC ports."""
-    r = fabric.switch_radix
-    if ports == 0 or fabric.kind == "none":
-        return Network(ports, 0, 0, 0)
-    if ports <= r:
-        return Network(ports, 1, 0, ports)
-    leaves = math.ceil(ports / (r // 2))
-    spines = math.ceil(leaves / 2)
-    return Network(ports, leaves, spines, ports + leaves * (r // 2))

@@ -18,11 +18,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import CatalogError, InputError
+from planner.fabric import expand
 from planner.schema.catalog import (
     CloudFile,
     EfficiencyFile,
-    Fabric,
-    FabricsFile,
     Gpu,
     GpusFile,
     LlmModel,
@@ -30,6 +29,7 @@ from planner.schema.catalog import (
     Rental,
     ServerChassis,
 )
+from planner.schema.fabric import Fabric, FabricsFile
 from planner.schema.facility import Frontend, LiquidCooling, Rack, ServersFile, Storage
 
 T = TypeVar("T")
@@ -106,7 +106,8 @@ class Catalog:
 
         By default: current data-centre parts. ``allow`` opts in to end-of-life or announced
         parts and to workstation, consumer or edge classes; ``exclude`` names GPU ids,
-        chassis ids or classes. A server left with no GPU goes too."""
+        chassis ids, classes, fabric ids (``ib-ndr-2to1``) or topologies (``rail-optimised``:
+        every fabric wired so). A server left with no GPU goes too."""
         names = {n.lower() for n in exclude or []}
 
         def usable(part: Gpu | ServerChassis) -> bool:
@@ -123,10 +124,16 @@ class Catalog:
         prices = {self.gpu(n).id: float(v) for n, v in (prices_usd or {}).items()}
         rents = {self.gpu(n).id: float(v) for n, v in (rent_usd or {}).items()}
         rentals = {k: v for k, v in self.rentals.items() if k in gpus}
+        fabrics = {
+            k: f
+            for k, f in self.fabrics.items()
+            if f.kind == "none" or (k.lower() not in names and f.topology not in names)
+        }
         return replace(
             self,
             gpus=gpus,
             servers=servers,
+            fabrics=fabrics,
             price_overrides_usd=prices,
             rentals=rentals,
             rent_overrides_usd={k: v for k, v in rents.items() if k in gpus},
@@ -172,7 +179,7 @@ def load_catalog() -> Catalog:
     gpus = _index(_read("gpus.yaml", GpusFile).gpus, "GPU")
     servers_file = _read("servers.yaml", ServersFile)
     servers = _index(servers_file.servers, "server")
-    fabrics = _index(_read("fabrics.yaml", FabricsFile).fabrics, "fabric")
+    fabrics = _index(expand(_read("fabrics.yaml", FabricsFile)), "fabric")
     models = _index(_read("models.yaml", ModelsFile).models, "model")
     efficiency = _read("efficiency.yaml", EfficiencyFile)
     rentals = {r.gpu: r for r in _read("cloud.yaml", CloudFile).rentals}

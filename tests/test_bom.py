@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from planner.bom import max_ports, network_for, per_rack, racks_needed
+from planner.bom import per_rack, racks_needed
+from planner.fabric import max_ports, network_for
 
 
 def test_one_switch_while_ports_fit(catalog):

@@ -2,8 +2,8 @@
 
 Both sides work from the same options (the physics is tested elsewhere); the
 enumeration prices every candidate independently of the CP-SAT model: servers
-from GPU counts, racks from the fit rule, the network from the port count, money
-from finance.summarize.
+from GPU counts, racks from the fit rule, the network from the port count (and, on a
+rail-optimised fabric, the ports per rail), money from finance.summarize.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from collections import defaultdict
 import pytest
 
 from planner import units as u
-from planner.bom import network_for, per_rack, pool_spec, servers_per_rack
+from planner.bom import per_rack, pool_spec, servers_per_rack
 from planner.catalog import load_catalog
+from planner.fabric import network_for, rail_ports
 from planner.finance import LineItem, Rates, summarize
 from planner.frontend import StoragePlan, frontend_switches, storage_for
 from planner.io.problem_io import loads_problem
@@ -149,6 +150,7 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
     racks = 0
     it_w = 0.0
     ports: dict[str, int] = defaultdict(int)
+    members: dict[str, list] = defaultdict(list)  # (chassis, servers) per fabric: a rail fabric's rails
     for key, n_gpus in gpus.items():
         if n_gpus == 0:
             continue
@@ -162,10 +164,11 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         items.append(LineItem("server", "", "", n, s.server_price_usd, s.server_power_w, gpu=key.gpu))
         if s.nics_per_server:
             ports[key.fabric] += n * s.nics_per_server
+            members[key.fabric].append((s.chassis, n))
             items.append(LineItem("network", "", "", n * s.nics_per_server, s.nic_price_usd, s.nic_power_w))
     for fid, n_ports in ports.items():
         f = catalog.fabrics[fid]
-        net = network_for(f, n_ports)
+        net = network_for(f, n_ports, rail_ports(members[fid]))
         items.append(LineItem("network", "", "", net.switches, round(f.switch_price.usd), f.switch_power_w))
         items.append(LineItem("network", "", "", net.cables, round(f.cable_price.usd), 0.0))
         fit = max(1, per_rack(f.switch_rack_units, f.switch_power_w, p.site.rack_units, p.site.rack_power_kw))

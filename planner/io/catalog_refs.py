@@ -1,5 +1,5 @@
-"""Every name a problem uses (GPUs, chassis, classes, models) exists in the catalog it plans from;
-an unknown one is an input error with a did-you-mean."""
+"""Every name a problem uses (GPUs, chassis, classes, fabrics, topologies, models) exists in the
+catalog it plans from; an unknown one is an input error with a did-you-mean."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from planner.errors import InputError
 from planner.io.problem_io import LoadedProblem
 from planner.io.yaml_io import dotted_path
 from planner.schema.catalog import DEPLOYMENT_CLASSES
+from planner.schema.fabric import TOPOLOGIES
 from planner.schema.model_ref import ConfigModel, InlineModel
 from planner.schema.problem import InferenceService, TrainingJob
 
@@ -44,15 +45,18 @@ def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
 
 
 def _need_excludable(loaded: LoadedProblem, catalog: Catalog, name: str, loc: tuple[str | int, ...]) -> None:
-    """``catalog.exclude`` names a GPU id, a chassis id or a deployment class."""
-    known = [*catalog.gpus, *catalog.servers, *DEPLOYMENT_CLASSES]
+    """``catalog.exclude`` names a GPU id, a chassis id, a deployment class, a scale-out fabric
+    id or a topology."""
+    fabrics = [k for k, f in catalog.fabrics.items() if f.kind != "none"]
+    known = [*catalog.gpus, *catalog.servers, *DEPLOYMENT_CLASSES, *fabrics, *TOPOLOGIES]
     if name.lower() not in {k.lower() for k in known}:
         raise InputError(
-            f"unknown GPU {name!r} (nor a chassis id or a class)",
+            f"unknown GPU {name!r} (nor a chassis, a class, a fabric or a topology)",
             file=loaded.file,
             key=dotted_path(loc),
             line=loaded.line(*loc),
-            hint=suggest(name, known) or "see `planner catalog gpus` and `planner catalog servers`",
+            hint=suggest(name, known)
+            or "see `planner catalog gpus`, `planner catalog servers` and `planner catalog fabrics`",
         )
 
 

@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 
 from planner.bom import PoolKey, PoolSpec
 from planner.options.types import InferenceOption, TrainingOption
-from planner.schema.catalog import Fabric
+from planner.schema.fabric import Fabric
 
 # A linear expression as the builders make it: a sum that starts at 0 (or sums nothing) is
 # still the int 0. Not cp_model.LinearExprT: it admits numpy integers, which do not add to a LinearExpr.

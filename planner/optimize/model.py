@@ -17,8 +17,9 @@ from collections.abc import Collection
 from ortools.sat.python import cp_model
 
 from planner import units as u
-from planner.bom import PoolKey, max_ports, per_rack, pool_spec, servers_per_rack
+from planner.bom import PoolKey, per_rack, pool_spec, servers_per_rack
 from planner.catalog import Catalog
+from planner.fabric import leaf_ports, max_ports, rails_of, single_switch_allowed
 from planner.finance import Rates
 from planner.frontend import storage_for
 from planner.limits.table import every_limit
@@ -220,6 +221,8 @@ def gpu_type_flags(b: Built) -> None:
 
 
 def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
+    """Each fabric's leaves, spines and uplinks for its servers' NIC ports, in its topology:
+    the rules of ``planner.fabric``, which ``network_for`` computes in closed form."""
     m = b.model
     site = problem.site
     for fid in sorted({k.fabric for k in b.pools}):
@@ -229,25 +232,52 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         members = [p for k, p in b.pools.items() if k.fabric == fid]
         ports = sum(p.spec.nics_per_server * p.servers for p in members)
         r = fabric.switch_radix
+        down, up = leaf_ports(fabric)
         cap = max_ports(fabric)
-        most = sum(p.spec.nics_per_server * upper(p.servers) for p in members)
-        hi = min(cap, most)
         m.add(ports <= cap).with_name(f"fabric:{fid}:ports")
-        leaves = m.new_int_var(0, max(1, math.ceil(hi / (r // 2))), f"leaves[{fid}]")
-        spines = m.new_int_var(0, max(1, math.ceil(hi / r)), f"spines[{fid}]")
-        uplinks = m.new_int_var(0, upper(leaves) * (r // 2), f"uplinks[{fid}]")
-        two_tier = m.new_bool_var(f"two_tier[{fid}]")
-        m.add(leaves * r >= ports)
-        m.add(ports <= r).only_enforce_if(~two_tier)
-        m.add(spines == 0).only_enforce_if(~two_tier)
-        m.add(uplinks == 0).only_enforce_if(~two_tier)
-        m.add(leaves * (r // 2) >= ports).only_enforce_if(two_tier)
-        m.add(2 * spines >= leaves).only_enforce_if(two_tier)
-        m.add(uplinks == (r // 2) * leaves).only_enforce_if(two_tier)
+        # the leaves: enough down ports for every NIC (on a rail-optimised fabric, per rail)
+        if fabric.topology == "rail-optimised":
+            by_rail = _rail_leaves(b, fid, down, members)
+            leaves = m.new_int_var(0, min(r, sum(upper(v) for v in by_rail)), f"leaves[{fid}]")
+            m.add(leaves == sum(by_rail))
+            m.add(leaves <= r).with_name(f"fabric:{fid}:leaves")
+        else:
+            most = sum(p.spec.nics_per_server * upper(p.servers) for p in members)
+            leaves = m.new_int_var(0, max(1, math.ceil(min(cap, most) / down)), f"leaves[{fid}]")
+        spines = m.new_int_var(0, max(1, math.ceil(up * upper(leaves) / r)), f"spines[{fid}]")
+        uplinks = m.new_int_var(0, up * upper(leaves), f"uplinks[{fid}]")
+        two_tier: list[cp_model.IntVar] = []  # when the two-tier rules hold: always, but on the fat tree
+        if single_switch_allowed(fabric):  # the fat tree: one switch while the ports fit
+            flag = m.new_bool_var(f"two_tier[{fid}]")
+            two_tier = [flag]
+            m.add(leaves * r >= ports)
+            m.add(ports <= r).only_enforce_if(~flag)
+            m.add(spines == 0).only_enforce_if(~flag)
+            m.add(uplinks == 0).only_enforce_if(~flag)
+        if fabric.topology != "rail-optimised":
+            m.add(leaves * down >= ports).only_enforce_if(two_tier)
+        m.add(uplinks == up * leaves).only_enforce_if(two_tier)  # a leaf's uplinks are cabled whole
+        m.add(spines * r >= uplinks).only_enforce_if(two_tier)
         fit = max(1, per_rack(fabric.switch_rack_units, fabric.switch_power_w, site.rack_units, site.rack_power_kw))
         racks = m.new_int_var(0, math.ceil((upper(leaves) + upper(spines)) / fit), f"net_racks[{fid}]")
         m.add(racks * fit >= leaves + spines).with_name(f"racks_for[{fid}]")
         b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
+
+
+def _rail_leaves(b: Built, fid: str, down: int, members: list[PoolVars]) -> list[cp_model.IntVar]:
+    """Leaves per rail of a rail-optimised fabric: rail ``j`` takes every server's ``j``-th
+    NIC port (``fabric.rail_ports``), and its own leaves hold them."""
+    m = b.model
+    shapes = [(rails_of(p.spec.chassis), p) for p in members]
+    out = []
+    for j in range(max(rails for (rails, _), _ in shapes)):
+        on_rail = [(per_rail, p) for (rails, per_rail), p in shapes if rails > j]
+        load = sum(per_rail * p.servers for per_rail, p in on_rail)
+        most = sum(per_rail * upper(p.servers) for per_rail, p in on_rail)
+        leaves = m.new_int_var(0, math.ceil(most / down), f"rail_leaves[{fid}#{j}]")
+        m.add(leaves * down >= load)
+        out.append(leaves)
+    return out
 
 
 def _frontend(b: Built, problem: Problem, catalog: Catalog) -> None:

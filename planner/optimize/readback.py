@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner import units as u
-from planner.bom import network_for
 from planner.catalog import Catalog
+from planner.fabric import leaf_ports, network_for, rail_ports
 from planner.finance import LineItem
 from planner.optimize.built import Built
 from planner.optimize.readback_workloads import inference_rows, training_rows
@@ -191,8 +191,10 @@ def _network(b: Built, s: Solved, racks: _Racks) -> tuple[list[dict[str, object]
             continue
         fab = f.fabric
         assert fab.nic_price and fab.switch_price and fab.cable_price
-        net = network_for(fab, ports)
+        members = [(p.spec.chassis, s.value(p.servers)) for k, p in b.pools.items() if k.fabric == fid]
+        net = network_for(fab, ports, rail_ports(members))
         leaves, spines, uplinks = s.value(f.leaves), s.value(f.spines), s.value(f.uplinks)
+        down, up = leaf_ports(fab)
         cables = ports + uplinks
         net_racks = s.value(f.racks)
         racks.add(
@@ -207,6 +209,9 @@ def _network(b: Built, s: Solved, racks: _Racks) -> tuple[list[dict[str, object]
                 "cables": cables,
                 "racks": net_racks,
                 "cheapest_design": [net.leaves, net.spines, net.cables],
+                "topology": fab.topology,
+                "oversubscription": f"{down // up}:1" if spines else "1:1",
+                "uplinks": uplinks,
             }
         )
         items += [
@@ -217,7 +222,8 @@ def _network(b: Built, s: Solved, racks: _Racks) -> tuple[list[dict[str, object]
                 leaves + spines,
                 float(round(fab.switch_price.usd)),
                 fab.switch_power_w,
-                f"{leaves} leaf + {spines} spine; estimate ({fab.switch_price.source.title})",
+                f"{fab.topology_name or fab.topology}: {leaves} leaf + {spines} spine; "
+                f"estimate ({fab.switch_price.source.title})",
             ),
             LineItem(
                 "network",
@@ -226,7 +232,7 @@ def _network(b: Built, s: Solved, racks: _Racks) -> tuple[list[dict[str, object]
                 cables,
                 float(round(fab.cable_price.usd)),
                 0.0,
-                f"estimate ({fab.cable_price.source.title})",
+                f"{ports} to NICs + {uplinks} leaf uplinks; estimate ({fab.cable_price.source.title})",
             ),
         ]
     return network, items

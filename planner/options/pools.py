@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from planner import units as u
-from planner.bom import PoolKey, max_ports, pool_spec, pue_of, rack_power_kw, servers_per_rack
+from planner.bom import PoolKey, pool_spec, pue_of, rack_power_kw, servers_per_rack
 from planner.catalog import Catalog
+from planner.fabric import fits, max_servers
 from planner.pricing import server_price_usd
 from planner.schema.problem import Problem
 
@@ -37,9 +38,12 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
             f"a {site.rack_units}U / {rack_power_kw(cooling, site):g} kW rack ({cooling}-cooled)"
         )
     fabric = catalog.fabrics[key.fabric]
+    if not fits(fabric, spec.chassis):
+        nics = spec.chassis.scaleout_nics
+        return 0, f"{key.server} has {nics or 'no'} scale-out NIC{'s' if nics != 1 else ''}: cannot join {key.fabric}"
     bounds = [MAX_SERVERS_PER_POOL]
     if spec.nics_per_server:
-        bounds.append(max_ports(fabric) // spec.nics_per_server)
+        bounds.append(max_servers(fabric, spec.chassis))  # what two tiers of this topology reach
     stock = {catalog.gpu(k).id: v for k, v in problem.catalog.stock.items()}
     if key.gpu in stock:  # per year: a plan by year may buy it every year
         bounds.append(stock[key.gpu] // spec.gpus_per_server * (problem.horizon_years if problem.yearly else 1))

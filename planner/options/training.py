@@ -9,11 +9,13 @@ from typing import TypeAlias
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
+from planner.fabric import fits, offered
 from planner.options.types import PoolLimit, Rejection, TrainingOption, WorkloadOptions
 from planner.perf.links import link_for, packing_sizes
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.training import TrainingEstimate, TrainingQuery, estimate_training
-from planner.schema.catalog import Fabric, Gpu, ServerChassis
+from planner.schema.catalog import Gpu, ServerChassis
+from planner.schema.fabric import DEFAULT_TOPOLOGY, Fabric
 from planner.schema.problem import Problem, TrainingJob
 
 Estimator: TypeAlias = Callable[[int], TrainingEstimate]  # a job's figures on n GPUs
@@ -44,11 +46,14 @@ def training_options(
     wo = WorkloadOptions(job.name, "training", shape)
     start = job.release_day if earliest_start is None else earliest_start
     window = job.deadline_days - start
+    fat_tree: dict[tuple[str, str, str], int] = {}  # the fat tree's deadline size (GPUs), per pool
     for chassis in catalog.servers.values():
         for gpu_id in chassis.gpus:
             gpu = catalog.gpus[gpu_id]
-            for fabric in catalog.fabrics.values():
-                if fabric.kind != "none" and chassis.scaleout_nics == 0:
+            for fabric in catalog.fabrics.values():  # a fat tree before its other wirings
+                if not fits(fabric, chassis):  # no scale-out NICs; one rail is no rail-optimised fabric
+                    continue
+                if _fat_tree_suffices(fabric, chassis, fat_tree.get((chassis.id, gpu_id, fabric.base_id))):
                     continue
                 key = PoolKey(chassis.id, gpu_id, fabric.id)
                 cap, why = limit(key)
@@ -63,9 +68,13 @@ def training_options(
                     return estimate_job(job, shape, catalog, chassis, gpu, fabric, n)
 
                 chosen, reason = _smallest_in_time(sizes, estimate, window)
+                if chosen is not None and fabric.topology == DEFAULT_TOPOLOGY:
+                    fat_tree[(chassis.id, gpu_id, fabric.id)] = chosen
                 picks = [] if chosen is None else [chosen] + (_faster_sizes(chosen, sizes) if has_dependents else [])
                 limit_days = window
-                if slower:
+                # a diagnosis sizes slower jobs on the fat tree; the other wirings keep their
+                # deadline sizes (measured: the full range on them made infeasible-budget 10x slower)
+                if slower and fabric.topology == DEFAULT_TOPOLOGY:
                     limit_days = problem.horizon_years * 365.0 - start
                     picks = sorted(set(picks) | set(_slower_sizes(sizes, estimate, limit_days, chosen)))
                 if not picks:
@@ -77,6 +86,15 @@ def training_options(
                     if est.fits and est.days <= limit_days:
                         wo.training.append(TrainingOption(job.name, key, n, est))
     return wo
+
+
+def _fat_tree_suffices(fabric: Fabric, chassis: ServerChassis, fat_tree_gpus: int | None) -> bool:
+    """A 2:1 or rail-optimised wiring is not offered to a job the fat tree of the same fabric
+    trains in time within one switch's ports: the others only hold it beyond one switch
+    (``job_sizes``), where it needs more servers and more network."""
+    if fabric.topology == DEFAULT_TOPOLOGY or fat_tree_gpus is None:
+        return False
+    return not offered(fabric, math.ceil(fat_tree_gpus * chassis.scaleout_nics / chassis.gpus_per_server))
 
 
 def job_sizes(chassis: ServerChassis, fabric: Fabric, cap: int) -> Sequence[int]:
@@ -95,12 +113,18 @@ def job_sizes(chassis: ServerChassis, fabric: Fabric, cap: int) -> Sequence[int]
     fabric. A 256-GPU job on GB200 NVL72 holds 64 trays: three racks and 10 of the 18 trays of
     a fourth; the fourth rack's other 8 trays (32 GPUs) stay free for the pool's other jobs
     (at the same time), and on its own the job still buys four whole racks.
+
+    A 2:1 or rail-optimised wiring is offered only to sizes whose NIC ports one switch cannot
+    hold (``planner.fabric.offered``): 9 servers and up for 8-NIC servers on 64-port switches.
     """
     per = chassis.gpus_per_server
     if fabric.kind == "none":
         return packing_sizes(per, chassis.gpus_per_tray)
     step = chassis.gpus_per_tray or per
-    return range(per + step, cap * per + 1, step)  # lazy: caps can be large
+    first = per + step
+    while first <= cap * per and not offered(fabric, math.ceil(first * chassis.scaleout_nics / per)):
+        first += step  # 2:1 and rail-optimised wirings: only jobs beyond one switch's ports
+    return range(first, cap * per + 1, step)  # lazy: caps can be large
 
 
 def estimate_job(
@@ -117,6 +141,7 @@ def estimate_job(
         fabric=fabric,
         gpus_per_server=chassis.gpus_per_server,
         gpus_per_tray=chassis.gpus_per_tray,
+        nics_per_server=chassis.scaleout_nics,
         gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
         seq_len=job.seq_len,
         mfu=job.mfu,

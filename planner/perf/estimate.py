@@ -152,6 +152,7 @@ def run_training_estimate(
         fabric=fab,
         gpus_per_server=per,
         gpus_per_tray=chassis.gpus_per_tray,
+        nics_per_server=chassis.scaleout_nics,
         gpu_link=link_for(chassis, g, min(gpus, per)).kind,
         seq_len=seq_len,
     )

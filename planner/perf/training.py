@@ -6,7 +6,9 @@
 - Memory per GPU, fully sharded (ZeRO-3/FSDP) over all ``G`` GPUs:
   full = 16 bytes/param (bf16 weights and grads, fp32 master, Adam m and v);
   LoRA = 2 bytes/param frozen; QLoRA = 4-bit frozen; plus checkpointed activations.
-- Time: ``FLOPs / (G * peak * MFU * scaling)``.
+- Time: ``FLOPs / (G * peak * MFU * scaling)``; beyond one server ``scaling`` takes the
+  fabric's ``training_scaling``, times its topology's factor once the job outgrows one switch
+  hop (``planner.fabric.scaling_factor``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from planner.fabric import scaling_factor
 from planner.perf.shapes import ModelShape
-from planner.schema.catalog import Fabric, GenerationEfficiency, Gpu, Precision, TrainingAssumptions, is_precision
+from planner.schema.catalog import GenerationEfficiency, Gpu, Precision, TrainingAssumptions, is_precision
+from planner.schema.fabric import Fabric
 
 _ADAPTER_SHARE = 0.01  # LoRA adapters as a share of the base parameters (rank ~16-64)
 _STATE_BYTES = {"full": 16.0, "lora": 2.0, "qlora": 0.5 * 1.07}
@@ -32,6 +36,7 @@ class TrainingQuery:
     method: str = "full"
     fabric: Fabric | None = None  # None or kind "none": one server
     gpus_per_server: int = 8
+    nics_per_server: int = 8  # scale-out NIC ports: how many of a leaf's ports the job takes
     gpus_per_tray: int | None = None  # rack-scale systems: jobs take whole compute trays
     gpu_link: str = "nvlink"
     seq_len: int = 4096
@@ -101,7 +106,9 @@ def scaling(q: TrainingQuery, t: TrainingAssumptions) -> float:
     if q.gpus > 1 and q.gpu_link == "pcie":
         share *= t.pcie_multi_gpu_scaling
     if servers > 1 and q.fabric is not None:
-        share *= q.fabric.training_scaling * (1 - t.scale_decay_per_doubling) ** math.log2(servers)
+        job_ports = math.ceil(q.gpus * q.nics_per_server / q.gpus_per_server)
+        fabric_share = min(1.0, q.fabric.training_scaling * scaling_factor(q.fabric, job_ports))
+        share *= fabric_share * (1 - t.scale_decay_per_doubling) ** math.log2(servers)
     return share
 
 

@@ -14,7 +14,8 @@ from rich.table import Table
 from planner.catalog import load_catalog, suggest
 from planner.errors import InputError
 from planner.report.text import plain
-from planner.schema.catalog import Fabric, Gpu, LlmModel, Price, ServerChassis
+from planner.schema.catalog import Gpu, LlmModel, Price, ServerChassis
+from planner.schema.fabric import Fabric
 
 TABLES = ("gpus", "servers", "fabrics", "models")
 
@@ -82,12 +83,13 @@ def _fabric_cells(f: Fabric) -> list[str]:
     return [
         f.id,
         f.kind,
+        f.topology if f.kind != "none" else "",
         f"{f.link_gbit_per_s:g}",
         _price(f.nic_price),
         str(f.switch_radix),
         _price(f.switch_price),
         _price(f.cable_price),
-        f"{f.training_scaling:g}",
+        f"{f.training_scaling:g}" + (f" x {f.topology_scaling:g} beyond one hop" if f.topology_scaling != 1 else ""),
         _sourced(f),
     ]
 
@@ -114,7 +116,18 @@ VIEWS: dict[str, tuple[tuple[str, ...], Callable[[Any], list[str]]]] = {
     ),
     "servers": (("id", "GPUs", "per server", "link", "U", "base W", "base USD", "NICs", "source"), _server_cells),
     "fabrics": (
-        ("id", "kind", "Gbit/s", "NIC USD", "switch ports", "switch USD", "link USD", "train scaling", "source"),
+        (
+            "id",
+            "kind",
+            "topology",
+            "Gbit/s",
+            "NIC USD",
+            "switch ports",
+            "switch USD",
+            "link USD",
+            "train scaling",
+            "source",
+        ),
         _fabric_cells,
     ),
     "models": (

@@ -30,6 +30,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     if plan.rent_usd_per_hour:
         console.print(f"Cloud rent for services: ${plan.rent_usd_per_hour:,.2f} per hour (year 1).")
     _buy(plan, console)
+    _fabrics(plan, console)
     _purchase_years(plan, console)
     _runs(plan, console)
     _routing(plan, console)
@@ -71,6 +72,26 @@ def _buy(plan: Plan, console: Console) -> None:
             f"{r.unit_power_w:,.0f} W",
         )
     t.add_row("", "[bold]total capex[/bold]", "", "", f"[bold]{_usd(plan.capex_usd)}[/bold]", "")
+    console.print(t)
+
+
+def _fabrics(plan: Plan, console: Console) -> None:
+    """Each scale-out fabric's topology and switch counts (the purchase list's switch lines)."""
+    if not plan.network:
+        return
+    t = Table(title="Scale-out fabrics", title_justify="left")
+    for col in ("fabric", "topology", "NIC ports", "leaves", "spines", "links", "down:up"):
+        t.add_column(col, justify="left" if col in ("fabric", "topology") else "right")
+    for n in plan.network:
+        t.add_row(
+            plain(n["fabric"]),
+            plain(n.get("topology", "fat-tree")),
+            str(n["ports"]),
+            str(n["leaves"]),
+            str(n["spines"]),
+            str(n["cables"]),
+            plain(n.get("oversubscription", "1:1")),
+        )
     console.print(t)
 
 

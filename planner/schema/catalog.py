@@ -1,4 +1,5 @@
-"""Pydantic models for the bundled catalogs (GPUs, servers, fabrics, models, efficiency).
+"""Pydantic models for the bundled catalogs (GPUs, servers, models, efficiency; fabrics in
+``schema/fabric.py``).
 
 Every figure in a catalog carries a source and a date. Units are in the field
 names: ``_gb`` (10^9 bytes), ``_gb_per_s`` (10^9 bytes per second), ``_gbit_per_s``
@@ -167,41 +168,6 @@ class ServerChassis(Strict):
         return self.gpus_per_server // self.gpus_per_tray if self.gpus_per_tray else 1
 
 
-class Fabric(Strict):
-    """A scale-out network between servers (or ``none`` for a single server)."""
-
-    id: str = Field(min_length=1)
-    name: str
-    kind: Literal["none", "infiniband", "roce", "ethernet"]
-    link_gbit_per_s: float = Field(ge=0)
-    latency_us: float = Field(ge=0)
-    nic_price: Price | None = None
-    nic_power_w: float = Field(default=0, ge=0)
-    switch_radix: int = Field(default=0, ge=0, description="ports at link speed per switch")
-    switch_price: Price | None = None
-    switch_power_w: float = Field(default=0, ge=0)
-    switch_rack_units: int = Field(default=0, ge=0)
-    cable_price: Price | None = Field(default=None, description="per link, optics included")
-    training_scaling: float = Field(
-        gt=0,
-        le=1,
-        description="assumption: share of per-GPU training throughput kept when a job spans servers",
-    )
-    source: Source
-    notes: str = ""
-
-    @model_validator(mode="after")
-    def _check(self) -> Fabric:
-        if self.kind != "none":
-            missing = [k for k in ("nic_price", "switch_price", "cable_price") if getattr(self, k) is None]
-            if missing or self.switch_radix < 2 or self.link_gbit_per_s <= 0:
-                raise ValueError(
-                    f"fabric {self.id}: a scale-out fabric needs nic_price, switch_price, "
-                    f"cable_price, switch_radix >= 2 and link_gbit_per_s > 0 (missing: {missing})"
-                )
-        return self
-
-
 class LlmModel(Strict):
     """A language model's shape: what its memory, bandwidth and FLOPs follow from.
 
@@ -294,11 +260,6 @@ class LlmModel(Strict):
 class GpusFile(Strict):
     schema_version: Literal[1] = 1
     gpus: list[Gpu]
-
-
-class FabricsFile(Strict):
-    schema_version: Literal[1] = 1
-    fabrics: list[Fabric]
 
 
 class ModelsFile(Strict):

@@ -97,8 +97,9 @@ class Site(Strict):
 class CatalogOptions(Strict):
     exclude: list[str] = Field(
         default_factory=list,
-        description="what may not be bought: GPU ids, chassis ids, or classes "
-        "(datacenter, workstation, consumer, edge)",
+        description="what may not be bought: GPU ids, chassis ids, classes "
+        "(datacenter, workstation, consumer, edge), scale-out fabric ids (ib-ndr-2to1) or topologies "
+        "(fat-tree, oversubscribed-2to1, rail-optimised)",
     )
     prices_usd: dict[str, float] = Field(
         default_factory=dict, description="per-GPU price overrides (a quote you have), USD per GPU"

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 
 from planner import units as u
 from planner.catalog import Catalog
+from planner.fabric import fits, network_for, rail_ports
 from planner.frontend import StoragePlan, frontend_switches, storage_for
 from planner.limits.base import Measured
 from planner.pricing import decline_per_year
+from planner.schema.catalog import ServerChassis
 from planner.schema.plan import Plan, ServerRow
 from planner.schema.problem import Problem
 from planner.verify.common import close, in_service, life_of
@@ -26,6 +28,7 @@ class _Tally:
     racks: int = 0
     capex_usd: float = 0.0
     ports: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    servers: dict[str, list[tuple[ServerChassis, int]]] = field(default_factory=lambda: defaultdict(list))
     server_w: dict[int, float] = field(default_factory=dict)  # per operating year
     facility_w: dict[int, float] = field(default_factory=dict)  # servers' power x their PUE, per year
     life: int | None = None  # years a server runs (plans by year)
@@ -101,6 +104,8 @@ def _check_pool(
     installed = {k: sum(r.count for r in rows if in_service(r.year, k, tally.life)) for k in tally.server_w}
     peak = max(installed.values())
     tally.ports[fid] += nics * peak
+    if nics:
+        tally.servers[fid].append((chassis, peak))
     for k in tally.server_w:
         tally.server_w[k] += power * installed[k]
         tally.facility_w[k] += power * pue * installed[k]
@@ -140,12 +145,20 @@ def _check_network(
         fabric = catalog.fabrics[net["fabric"]]
         if net["ports"] != tally.ports[net["fabric"]]:
             errs.append(f"fabric {fabric.id}: {net['ports']} ports, servers have {tally.ports[net['fabric']]} NICs")
-        radix = fabric.switch_radix
         p = net["ports"]
-        leaves_needed = 1 if p <= radix else math.ceil(p / (radix // 2))
-        spines_needed = 0 if p <= radix else math.ceil(leaves_needed / 2)
-        if net["leaves"] < leaves_needed or net["spines"] < spines_needed:
-            errs.append(f"fabric {fabric.id}: {p} ports need {leaves_needed} leaves and {spines_needed} spines")
+        if fabric.kind != "none" and p == tally.ports[fabric.id]:
+            if not all(fits(fabric, chassis) for chassis, _ in tally.servers[fabric.id]):
+                errs.append(f"fabric {fabric.id}: a server with fewer than two NIC rails on a rail-optimised fabric")
+            need = network_for(fabric, p, rail_ports(tally.servers[fabric.id]))
+            topology = fabric.topology_name or fabric.topology
+            if net["leaves"] < need.leaves or net["spines"] < need.spines or net["cables"] < need.cables:
+                errs.append(
+                    f"fabric {fabric.id}: {p} ports need {need.leaves} leaves and {need.spines} spines "
+                    f"and {need.cables} cables ({topology}); the plan has {net['leaves']}, {net['spines']} "
+                    f"and {net['cables']}"
+                )
+            if need.leaves > fabric.switch_radix:
+                errs.append(f"fabric {fabric.id}: {need.leaves} leaves are beyond two tiers of {fabric.switch_radix}")
         switches = net["leaves"] + net["spines"]
         switch_w += switches * fabric.switch_power_w
         tally.racks += net["racks"]

@@ -59,6 +59,7 @@ def predict_training(catalog: Catalog, m: Measurement, gpu: Gpu) -> tuple[float,
         method=method,
         fabric=fabric,
         gpus_per_server=per,
+        nics_per_server=chassis.scaleout_nics,
         gpu_link=link_for(chassis, gpu, min(gpus, per)).kind,
         seq_len=seq or DEFAULT_SEQ_LEN,
     )
