@@ -136,7 +136,7 @@ def _attribute_costs(rb: ReadBack, p: Problem, catalog: Catalog, rates: Rates) -
 
     A GPU costs its server's and NICs' unit TCO and its rack share, divided by the
     GPUs per server. A service holds its GPUs for the whole horizon; a training job
-    for its days only. Tokens are output tokens at the demand times `utilization`
+    (with its hot spares) for its days only. Tokens are output tokens at the demand times `utilization`
     (the average load as a share of the peak).
     """
     per_gpu: dict[tuple[str, str, str], float] = {}
@@ -155,7 +155,7 @@ def _attribute_costs(rb: ReadBack, p: Problem, catalog: Catalog, rates: Rates) -
             pv = rates.job_rent_pv_usd(t.gpus, t.days, t.rent_usd_per_gpu_hour or 0.0, t.deadline_days)
             t.cost_usd = round(pv, 2)
         else:
-            t.cost_usd = round(t.gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
+            t.cost_usd = round(t.held_gpus * per_gpu.get((t.server, t.gpu, t.fabric), 0.0) * share, 2)
     services = {s.name: s for s in p.inference}
     for svc in rb.inference:
         # a plan by year: each year's row bears a year of its GPUs' cost (a year of rent, paid at its end)
@@ -255,7 +255,9 @@ def _assumptions(ctx: Context, gpus: dict[str, int], fabrics: list[str]) -> dict
             for g in used
         },
         "serving": eff.serving.model_dump(mode="json", exclude={"source"}),
-        "training": eff.training.model_dump(mode="json", exclude={"source"}),
+        "training": eff.training.model_dump(
+            mode="json", exclude={"source": True, "interruptions": {"source": True, "notes": True}}
+        ),
         "racks": "homogeneous racks: one pool (chassis, GPU, fabric) per rack; switches in network racks",
         "network": "two-tier leaf/spine per fabric in its topology: a non-blocking fat tree is one switch while "
         "the ports fit, else leaves with half their ports up; 2:1 oversubscribed leaves have a third up; "

@@ -1,7 +1,7 @@
 """How busy each owned pool is over the horizon, and what its work would cost rented.
 
 A pool's GPU-days are its GPUs times the days they are in service; its busy GPU-days are the
-training jobs' GPUs times their days plus the services' GPUs times the days they hold them
+training jobs' GPUs (their hot spares included) times their days plus the services' GPUs times the days they hold them
 (their window, or every day). Read off the plan's rows: the numbers a report shows are the
 plan's. Renting is priced from the cloud catalog's on-demand rate whether or not the problem
 rents (``finance.rent``): a buyer should know when a mostly idle cluster costs more than
@@ -49,7 +49,7 @@ def _busy_gpu_days(plan: Plan, days: float) -> dict[Pool, float]:
     busy: dict[Pool, float] = defaultdict(float)
     for t in plan.training:
         if not t.rented:
-            busy[(t.server, t.gpu, t.fabric)] += t.gpus * t.days
+            busy[(t.server, t.gpu, t.fabric)] += t.held_gpus * t.days  # hot spares are held too
     for s in plan.inference:
         held = (s.end_day or days) - (s.start_day or 0.0) if s.year is None else 365.0
         for r in s.replicas:

@@ -108,7 +108,7 @@ def _brute_force(ctx: Context) -> float | None:
             for c, o in zip(counts, svc.inference, strict=True):
                 gpus[o.pool] += c * o.gpus_per_replica
             for o in picks:
-                gpus[o.pool] += o.gpus
+                gpus[o.pool] += o.held_gpus  # the job's GPUs and its hot spares
             tco = _price(ctx, gpus, rates)
             if tco is not None and (best is None or tco < best):
                 best = tco

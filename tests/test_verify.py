@@ -385,21 +385,21 @@ def test_network_ports_must_be_the_servers_nics(fabric: Solved) -> None:
     plan = fabric.broken()
     plan.network[0]["ports"] += 8
     errs = fabric.verify(plan)
-    assert _has(errs, "fabric roce-200g: 48 ports, servers have 40 NICs"), errs
+    assert _has(errs, "fabric roce-400g: 40 ports, servers have 32 NICs"), errs
 
 
 def test_a_network_short_of_switches(fabric: Solved) -> None:
     plan = fabric.broken()
     plan.network[0]["leaves"] = 0
     errs = fabric.verify(plan)
-    assert _has(errs, "fabric roce-200g: 40 ports need 1 leaves and 0 spines"), errs
+    assert _has(errs, "fabric roce-400g: 32 ports need 1 leaves and 0 spines"), errs
 
 
 def test_servers_on_a_fabric_with_no_network(fabric: Solved) -> None:
     plan = fabric.broken()
     plan.network = []
     errs = fabric.verify(plan)
-    assert _has(errs, "servers on fabrics ['roce-200g'] but no network bought"), errs
+    assert _has(errs, "servers on fabrics ['roce-400g'] but no network bought"), errs
 
 
 def test_cash_flows_must_sum_to_the_tco(lab: Solved) -> None:
@@ -438,7 +438,7 @@ def test_a_job_spanning_servers_needs_a_fabric(fabric: Solved) -> None:
     plan = fabric.broken()
     plan.training[0].fabric = "none"
     errs = fabric.verify(plan)
-    assert _has(errs, "job wide: 40 GPUs span servers without a fabric"), errs
+    assert _has(errs, "job wide: 32 GPUs span servers without a fabric"), errs
 
 
 def test_a_job_larger_than_its_server_without_a_fabric(lab: Solved) -> None:

@@ -110,7 +110,8 @@ def _without_site_limits(ctx: Context) -> Context:
 def _usage(plan: Plan, gpu: str, workload: str) -> str:
     for t in plan.training:
         if t.name == workload:
-            return f"{t.gpus} x {t.gpu} on {t.fabric}, {t.days:.1f} days"
+            spares = f" + {t.hot_spare_servers} hot-spare servers" if t.hot_spare_servers else ""
+            return f"{t.gpus} x {t.gpu}{spares} on {t.fabric}, {t.days:.1f} days"
     for s in plan.inference:
         if s.name == workload:
             return ", ".join(f"{r.count} x {r.gpus_per_replica} {r.gpu} {r.precision}" for r in s.replicas)

@@ -162,7 +162,7 @@ def _gpu_use(b: Built, problem: Problem) -> None:
             m.new_optional_fixed_size_interval_var(b.starts[name], u.days_up(o.days), x, f"run[{name}@{key.label()}]")
             for o, x, name in jobs[key]
         ]
-        demands: list[cp_model.LinearExprT] = [o.gpus for o, _, _ in jobs[key]]
+        demands: list[cp_model.LinearExprT] = [o.held_gpus for o, _, _ in jobs[key]]  # hot spares too
         for window, gpus in windows[key]:
             runs.append(window)
             demands.append(gpus)

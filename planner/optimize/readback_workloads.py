@@ -35,6 +35,11 @@ def training_rows(b: Built, s: Solved, problem: Problem) -> list[TrainingRow]:
                 rent_usd_per_gpu_hour=chosen.rent_usd_per_gpu_hour,
                 mfu=round(chosen.estimate.mfu, 4),
                 tflops_per_gpu=round(chosen.estimate.tflops_per_gpu, 1),
+                hot_spare_servers=chosen.estimate.hot_spare_servers,
+                hot_spare_gpus=chosen.estimate.hot_spare_gpus,
+                goodput=round(chosen.estimate.goodput, 5),
+                interruptions_expected=round(chosen.estimate.interruptions_expected, 2),
+                checkpoint_interval_hours=round(chosen.estimate.checkpoint_interval_hours, 3),
             )
         )
     return rows

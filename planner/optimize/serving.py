@@ -214,15 +214,13 @@ def _domain_spare(
     if all(q == 1 for q in per_domain):
         m.add(capacity >= need + k * largest).with_name(f"service:{name}:spare")
         return
-    m.add(capacity >= need + k * largest)  # a cut: the level below is at least the largest replica
-    by_pool: dict[PoolKey, list[cp_model.IntVar]] = {}
+    by_pool: dict[PoolKey, list[tuple[cp_model.IntVar, int]]] = {}
     for (o, r, _), q in zip(reps, per_domain, strict=True):
-        by_pool.setdefault(o.pool, []).append(r)
-    for pool, rs in sorted(by_pool.items()):
-        qs = [q for (o, _, _), q in zip(reps, per_domain, strict=True) if o.pool == pool]
-        if len(rs) > 1 and any(q > 1 for q in qs):
-            used = [m.new_bool_var(f"kind_used[{name}/{pool.label()}#{j}]") for j in range(len(rs))]
-            for r, flag in zip(rs, used, strict=True):
+        by_pool.setdefault(o.pool, []).append((r, q))
+    for pool, kinds in sorted(by_pool.items()):
+        if len(kinds) > 1 and any(q > 1 for _, q in kinds):
+            used = [m.new_bool_var(f"kind_used[{name}/{pool.label()}#{j}]") for j in range(len(kinds))]
+            for (r, _), flag in zip(kinds, used, strict=True):
                 m.add(r <= upper(r) * flag)
             m.add(sum(used) <= 1).with_name(f"service:{name}:one_kind[{pool.label()}]")
     # loss >= rate x min(r, q) for every kind: exactly, by a disjunction on which is smaller,

@@ -52,7 +52,7 @@ def least_added(o: TrainingOption, problem: Problem, catalog: Catalog, rates: Ra
     spec = pool_spec(catalog, o.pool)
     fabric = catalog.fabrics[o.pool.fabric]
     assert fabric.cable_price is not None
-    n = o.gpus // spec.gpus_per_server
+    n = o.held_gpus // spec.gpus_per_server  # hot spares included
     cable = round(fabric.cable_price.usd)
     per_server_tco = server_unit_tco_usd(spec, catalog, problem, rates)
     per_server_tco += spec.nics_per_server * rates.unit_tco_usd(cable, 0, "network")

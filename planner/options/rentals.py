@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from planner.catalog import Catalog
 from planner.options.types import InferenceOption, TrainingOption, WorkloadOptions
+from planner.perf.training import rented_estimate
 
 
 def add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
@@ -13,7 +14,9 @@ def add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
 
     A rented option is the same hardware and the same figures, paid by the hour:
     services for the whole horizon (at the reserved price when asked), training
-    jobs for their duration (on demand: nobody commits for years to a burst).
+    jobs for their duration (on demand: nobody commits for years to a burst). A rented
+    job holds no hot spares and waits for no repair: the cloud swaps a failed server in
+    from its own fleet (``perf.training.rented_estimate``), so its goodput and days differ.
     """
     served: dict[tuple[str, str, int], InferenceOption] = {}
     for o in wo.inference:
@@ -29,6 +32,7 @@ def add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
         if price is None:
             continue
         key = (t.gpu, t.gpus)  # a cloud job costs GPU-hours: keep the fastest of each size
-        if key not in best or t.days < best[key].days:
-            best[key] = replace(t, rent_usd_per_gpu_hour=price)
+        cloud = replace(t, rent_usd_per_gpu_hour=price, estimate=rented_estimate(t.estimate))
+        if key not in best or cloud.days < best[key].days:
+            best[key] = cloud
     wo.training.extend(best[k] for k in sorted(best))

@@ -81,10 +81,23 @@ def training_options(
                     if sizes:
                         wo.rejected.append(Rejection(gpu_id, chassis.id, f"{fabric.id}: {reason}"))
                     continue
+                added = len(wo.training)
                 for n in picks:
                     est = estimate(n)
-                    if est.fits and est.days <= limit_days:
+                    servers = math.ceil((n + est.hot_spare_gpus) / chassis.gpus_per_server)
+                    if est.fits and est.days <= limit_days and servers <= cap:
                         wo.training.append(TrainingOption(job.name, key, n, est))
+                est = estimate(picks[0])
+                if len(wo.training) == added and est.fits and est.days <= limit_days:
+                    # every size in time needs, with its hot spares, more servers than the pool may have
+                    wo.rejected.append(
+                        Rejection(
+                            gpu_id,
+                            chassis.id,
+                            f"{fabric.id}: {picks[0]} GPUs and {est.hot_spare_gpus} hot-spare GPUs need more "
+                            f"than the {cap} servers this pool may have",
+                        )
+                    )
     return wo
 
 
@@ -128,9 +141,17 @@ def job_sizes(chassis: ServerChassis, fabric: Fabric, cap: int) -> Sequence[int]
 
 
 def estimate_job(
-    job: TrainingJob, shape: ModelShape, catalog: Catalog, chassis: ServerChassis, gpu: Gpu, fabric: Fabric, n: int
+    job: TrainingJob,
+    shape: ModelShape,
+    catalog: Catalog,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    fabric: Fabric,
+    n: int,
+    rented: bool = False,
 ) -> TrainingEstimate:
-    """One job on ``n`` GPUs of one kind in one chassis and fabric (the verifier asks the same)."""
+    """One job on ``n`` GPUs of one kind in one chassis and fabric (the verifier asks the same);
+    ``rented``: on a cloud's GPUs (``perf.training.rented_estimate``)."""
     q = TrainingQuery(
         model=shape,
         gpu=gpu,
@@ -145,6 +166,7 @@ def estimate_job(
         gpu_link=link_for(chassis, gpu, min(n, chassis.gpus_per_server)).kind,
         seq_len=job.seq_len,
         mfu=job.mfu,
+        rented=rented,
     )
     eff = catalog.efficiency
     return estimate_training(q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction)

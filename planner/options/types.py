@@ -82,6 +82,11 @@ class TrainingOption:
     def days(self) -> float:
         return self.estimate.days
 
+    @property
+    def held_gpus(self) -> int:
+        """The GPUs the job holds in its pool while it runs: its own and its hot spares'."""
+        return self.gpus + self.estimate.hot_spare_gpus
+
 
 @dataclass(frozen=True)
 class Rejection:

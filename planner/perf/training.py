@@ -6,23 +6,29 @@
 - Memory per GPU, fully sharded (ZeRO-3/FSDP) over all ``G`` GPUs:
   full = 16 bytes/param (bf16 weights and grads, fp32 master, Adam m and v);
   LoRA = 2 bytes/param frozen; QLoRA = 4-bit frozen; plus checkpointed activations.
-- Time: ``FLOPs / (G * peak * MFU * scaling)``; beyond one server ``scaling`` takes the
-  fabric's ``training_scaling``, times its topology's factor once the job outgrows one switch
-  hop (``planner.fabric.scaling_factor``).
+- Time: ``FLOPs / (G * peak * MFU * scaling)`` at the steady step rate; beyond one server
+  ``scaling`` takes the fabric's ``training_scaling``, times its topology's factor once the job
+  outgrows one switch hop (``planner.fabric.scaling_factor``). Divided by the goodput that
+  failures, checkpoints, restarts and repairs leave (``planner.perf.interruptions``, which also
+  gives large jobs hot-spare servers).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from planner.fabric import scaling_factor
+from planner.perf.interruptions import interruptions
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import GenerationEfficiency, Gpu, Precision, TrainingAssumptions, is_precision
 from planner.schema.fabric import Fabric
 
 _ADAPTER_SHARE = 0.01  # LoRA adapters as a share of the base parameters (rank ~16-64)
 _STATE_BYTES = {"full": 16.0, "lora": 2.0, "qlora": 0.5 * 1.07}
+# A checkpoint keeps the trained weights' state without their gradients: bf16 weights, fp32
+# master weights and two fp32 Adam moments (ZeRO's 14 B/param; storage.checkpoint_bytes_per_param).
+_CHECKPOINT_BYTES_PER_PARAM = _STATE_BYTES["full"] - 2.0
 _SECONDS_PER_DAY = 86_400.0
 
 
@@ -41,6 +47,7 @@ class TrainingQuery:
     gpu_link: str = "nvlink"
     seq_len: int = 4096
     mfu: float | None = None  # the user's override
+    rented: bool = False  # on a cloud's GPUs: failed servers are swapped in from its fleet (no spares)
 
 
 @dataclass(frozen=True)
@@ -54,10 +61,18 @@ class TrainingEstimate:
     total_flops: float = 0.0
     memory_per_gpu_gb: float = 0.0
     scaling: float = 0.0
-    goodput: float = 1.0
+    goodput: float = 1.0  # useful steps / wall time: (1 - restart_loss) x (1 - repair_wait)
     steady_days: float = 0.0  # at the steady-state step rate, before failures and restarts
     steady_tokens_per_s: float = 0.0  # the whole job's, steady state
     goodput_tokens_per_s: float = 0.0  # averaged over wall time: steady x goodput
+    hot_spare_servers: int = 0  # held beside the job for its days (compute trays on rack-scale systems)
+    hot_spare_gpus: int = 0
+    interruptions_per_day: float = 0.0  # the job's, while it runs
+    interruptions_expected: float = 0.0  # over its days
+    checkpoint_s: float = 0.0  # the pause to write one checkpoint
+    checkpoint_interval_hours: float = 0.0  # Young's optimum
+    restart_loss: float = 0.0  # share of running time lost to checkpoints, lost steps and restarts
+    repair_wait: float = 0.0  # share of wall time waiting for a server back from repair
     factors: dict[str, float | str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -79,6 +94,13 @@ def _state_bytes(q: TrainingQuery) -> float:
     if q.method != "full":
         state += params * _ADAPTER_SHARE * _STATE_BYTES["full"]
     return state
+
+
+def checkpoint_bytes(q: TrainingQuery) -> float:
+    """What one checkpoint writes: the trained weights' state (a LoRA job's adapters only)."""
+    params = q.model.params_b * 1e9
+    trained = params if q.method == "full" else params * _ADAPTER_SHARE
+    return trained * _CHECKPOINT_BYTES_PER_PARAM
 
 
 def memory_per_gpu_bytes(q: TrainingQuery, t: TrainingAssumptions, gpus: int | None = None) -> float:
@@ -150,23 +172,63 @@ def estimate_training(
         )
     share = scaling(q, t)
     achieved = q.gpu.tflops_dense[compute] * 1e12 * mfu * share
-    # wall time: steady-state steps plus what failures, restarts and checkpoints cost
     steady_s = flops / (q.gpus * achieved)
-    days = steady_s / _SECONDS_PER_DAY / t.goodput
-    return TrainingEstimate(
+    # wall time: steady-state steps plus what failures, checkpoints, restarts and repairs cost
+    unit = q.gpus_per_tray or q.gpus_per_server
+    spanning = fabric_kind != "none" and q.gpus >= unit  # a spare joins over the fabric
+    intr = interruptions(q.gpus, unit, checkpoint_bytes(q), t.interruptions, spanning)
+    if intr.goodput <= 0:
+        return TrainingEstimate(
+            fits=False,
+            reason=f"{q.gpus} GPUs are interrupted {intr.per_hour:.2f} times an hour: restarts take all the time",
+            min_gpus=min_gpus,
+            total_flops=flops,
+            memory_per_gpu_gb=mem / 1e9,
+            factors=factors,
+        )
+    days = steady_s / _SECONDS_PER_DAY / intr.goodput
+    owned = TrainingEstimate(
         fits=True,
         min_gpus=min_gpus,
         days=days,
         steady_days=steady_s / _SECONDS_PER_DAY,
         steady_tokens_per_s=q.tokens / steady_s,
-        goodput_tokens_per_s=q.tokens / steady_s * t.goodput,
+        goodput_tokens_per_s=q.tokens / steady_s * intr.goodput,
         mfu=mfu * share,
         tflops_per_gpu=achieved / 1e12,
         total_flops=flops,
         memory_per_gpu_gb=mem / 1e9,
         scaling=share,
-        goodput=t.goodput,
+        goodput=intr.goodput,
+        hot_spare_servers=intr.hot_spares,
+        hot_spare_gpus=intr.hot_spares * unit,
+        interruptions_per_day=intr.per_hour * 24,
+        interruptions_expected=intr.per_hour * 24 * days * (1 - intr.repair_wait),
+        checkpoint_s=intr.checkpoint_s,
+        checkpoint_interval_hours=intr.checkpoint_interval_hours,
+        restart_loss=intr.restart_loss,
+        repair_wait=intr.repair_wait,
         factors=factors,
+    )
+    return rented_estimate(owned) if q.rented else owned
+
+
+def rented_estimate(est: TrainingEstimate) -> TrainingEstimate:
+    """The same job on a cloud's GPUs: the provider swaps a failed server in from its own
+    fleet within the restart, so the job holds no hot spares and never waits for a repair."""
+    if not est.fits:
+        return est
+    goodput = 1.0 - est.restart_loss
+    days = est.steady_days / goodput
+    return replace(
+        est,
+        days=days,
+        goodput=goodput,
+        goodput_tokens_per_s=est.steady_tokens_per_s * goodput,
+        hot_spare_servers=0,
+        hot_spare_gpus=0,
+        interruptions_expected=est.interruptions_per_day * days,
+        repair_wait=0.0,
     )
 
 

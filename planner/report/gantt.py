@@ -76,11 +76,16 @@ def pools(plan: Plan) -> dict[PoolKey, list[TrainingRow]]:
 
 
 def _peak_gpus(jobs: list[TrainingRow]) -> int:
-    """The most GPUs the jobs use at once (the busiest moment is when some job starts)."""
+    """The most GPUs the jobs hold at once, hot spares included (the busiest moment is when some job starts)."""
     return max(
-        (sum(j.gpus for j in jobs if j.start_day <= t < j.end_day - 1e-9) for t in (j.start_day for j in jobs)),
+        (sum(j.held_gpus for j in jobs if j.start_day <= t < j.end_day - 1e-9) for t in (j.start_day for j in jobs)),
         default=0,
     )
+
+
+def _hardware(t: TrainingRow) -> str:
+    """``128 x H100-SXM``, with ``+16 spare`` when the job holds hot-spare GPUs."""
+    return f"{t.gpus} x {t.gpu}" + (f" +{t.hot_spare_gpus} spare" if t.hot_spare_gpus else "")
 
 
 def _held_by_services(plan: Plan) -> dict[PoolKey, int]:
@@ -106,9 +111,10 @@ def _pool_title(plan: Plan, key: PoolKey, jobs: list[TrainingRow], held: dict[Po
         return f"{gpu} rented from a cloud (no GPUs shared between jobs)"
     bought = _bought(plan, key)
     services = f", services hold {held[key]} all along" if held.get(key) else ""
+    spares = " (hot spares included)" if any(j.hot_spare_gpus for j in jobs) else ""
     return (
         f"{gpu} pool on {server} / {fabric}: {bought} GPUs bought{services}; "
-        f"jobs use at most {_peak_gpus(jobs)} at once"
+        f"jobs use at most {_peak_gpus(jobs)} at once{spares}"
     )
 
 
@@ -123,7 +129,7 @@ def gantt_lines(plan: Plan, width: int = WIDTH) -> list[str]:
     held = _held_by_services(plan)
     key_of = {t.name: KEYS[i] if i < len(KEYS) else "?" for i, t in enumerate(plan.training)}
     names = [t.name for t in plan.training]
-    gpus = {t.name: f"{t.gpus} x {t.gpu}" + (" rented" if t.rented else "") for t in plan.training}
+    gpus = {t.name: _hardware(t) + (" rented" if t.rented else "") for t in plan.training}
     spans = {t.name: f"day {t.start_day:.1f}-{t.end_day:.1f}" for t in plan.training}
     name_w = max(len(n) for n in [*names, "in use"])
     gpus_w = max(len(g) for g in gpus.values())
@@ -215,7 +221,7 @@ def gantt_png(plan: Plan) -> bytes:
                 [t.deadline_days], [y], marker="|", markersize=16, markeredgewidth=2, color="black", clip_on=False
             )
             ticks.append(y)
-            tick_labels.append(chart_text(f"{t.name}  {t.gpus} x {t.gpu}"))
+            tick_labels.append(chart_text(f"{t.name}  {_hardware(t)}"))
             y += 1
     axes.set_yticks(ticks, tick_labels, fontsize=8)
     axes.set_ylim(y - 0.4, -0.6)

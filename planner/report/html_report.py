@@ -9,7 +9,7 @@ from typing import Any
 from planner.report.charts import cash_flow_png, tco_breakdown_png
 from planner.report.tables import PURCHASE_COLUMNS
 from planner.report.text import printable
-from planner.schema.plan import Plan
+from planner.schema.plan import Plan, TrainingRow
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -95,11 +95,27 @@ def _purchase(plan: Plan) -> str:
     return "<h2>What to buy</h2>" + _table(list(PURCHASE_COLUMNS), rows)
 
 
+def _spares(t: TrainingRow) -> str:
+    """A job's hot spares: servers (compute trays on rack-scale systems) and their GPUs."""
+    return f"{t.hot_spare_servers} ({t.hot_spare_gpus} GPUs)" if t.hot_spare_servers else "none"
+
+
 def _workloads(plan: Plan) -> str:
     jobs = _table(
-        ["job", "GPUs", "fabric", "days", "start", "end", "deadline", "cost USD"],
+        ["job", "GPUs", "hot spares", "goodput", "fabric", "days", "start", "end", "deadline", "cost USD"],
         [
-            [t.name, f"{t.gpus} x {t.gpu}", t.fabric, t.days, t.start_day, t.end_day, t.deadline_days, t.cost_usd]
+            [
+                t.name,
+                f"{t.gpus} x {t.gpu}",
+                _spares(t),
+                "" if t.goodput is None else f"{t.goodput:.1%}",
+                t.fabric,
+                t.days,
+                t.start_day,
+                t.end_day,
+                t.deadline_days,
+                t.cost_usd,
+            ]
             for t in plan.training
         ],
     )

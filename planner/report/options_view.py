@@ -80,7 +80,8 @@ def print_options(ctx: Context, console: Console) -> None:
                     _provenance(o.measured, e.factors),
                 )
         else:
-            for col in ("GPU", "server", "fabric", "GPUs", "days", "MFU", "memory/GPU GB", "figures from"):
+            cols = ("GPU", "server", "fabric", "GPUs", "hot spares", "days", "MFU", "goodput", "memory/GPU GB")
+            for col in (*cols, "figures from"):
                 t.add_column(col)
             best = _best_per_gpu([(o.gpu, -o.gpus, o) for o in w.training])
             for o in best:
@@ -90,8 +91,10 @@ def print_options(ctx: Context, console: Console) -> None:
                     plain(o.pool.server),
                     plain(o.pool.fabric),
                     str(o.gpus),
+                    str(e.hot_spare_servers) if e.hot_spare_servers else "-",
                     f"{e.days:.1f}",
                     f"{100 * e.mfu:.0f}%",
+                    f"{100 * e.goodput:.1f}%",
                     f"{e.memory_per_gpu_gb:.1f}",
                     _provenance(False, e.factors),
                 )

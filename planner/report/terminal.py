@@ -98,18 +98,21 @@ def _fabrics(plan: Plan, console: Console) -> None:
 def _runs(plan: Plan, console: Console) -> None:
     if plan.training:
         t = Table(title="Training jobs", title_justify="left")
-        for col in ("job", "GPUs", "server / fabric", "days", "start", "end", "deadline", "MFU"):
+        job_cols = ("job", "GPUs", "hot spares", "server / fabric", "days", "start", "end", "deadline", "MFU")
+        for col in (*job_cols, "goodput"):
             t.add_column(col)
         for r in plan.training:
             t.add_row(
                 plain(r.name),
                 plain(f"{r.gpus} x {r.gpu}"),
+                f"{r.hot_spare_servers} ({r.hot_spare_gpus} GPUs)" if r.hot_spare_servers else "-",
                 f"rented at ${r.rent_usd_per_gpu_hour:g}/GPU-h" if r.rented else plain(f"{r.server} / {r.fabric}"),
                 f"{r.days:.1f}",
                 f"{r.start_day:.1f}",
                 f"{r.end_day:.1f}",
                 f"{r.deadline_days:g}",
                 f"{100 * r.mfu:.0f}%",
+                "" if r.goodput is None else f"{100 * r.goodput:.1f}%",
             )
         console.print(t)
     if plan.inference:

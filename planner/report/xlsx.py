@@ -84,7 +84,10 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
     )
     breakdown = [[k, v] for k, v in plan.tco_breakdown_usd.items()] + [["tco", plan.tco_usd]]
     _sheet(wb, "TCO breakdown", ["component", "present_value_usd"], breakdown)
-    workloads = [["training", t.name, f"{t.gpus} x {t.gpu}", t.days, t.cost_usd, None] for t in plan.training]
+    workloads = [
+        ["training", t.name, f"{t.gpus} x {t.gpu}", t.days, t.cost_usd, None, t.hot_spare_servers, t.goodput]
+        for t in plan.training
+    ]
     workloads += [
         [
             "inference",
@@ -93,10 +96,17 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
             None,
             s.cost_usd,
             s.cost_usd_per_million_tokens,
+            None,
+            None,
         ]
         for s in plan.inference
     ]
-    _sheet(wb, "Workloads", ["kind", "name", "runs on", "days", "cost_usd", "cost_usd_per_million_tokens"], workloads)
+    _sheet(
+        wb,
+        "Workloads",
+        ["kind", "name", "runs on", "days", "cost_usd", "cost_usd_per_million_tokens", "hot_spare_servers", "goodput"],
+        workloads,
+    )
     limits = [
         [c.name, c.path, c.limit, c.used, c.slack, c.unit, c.tight, c.binding, c.step, c.marginal_usd]
         for c in plan.constraints

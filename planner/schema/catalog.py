@@ -349,6 +349,28 @@ class ServingAssumptions(Strict):
     source: Source
 
 
+class InterruptionAssumptions(Strict):
+    """What interrupts a training job and what each interruption costs (planner.perf.interruptions)."""
+
+    per_gpu_hour: float = Field(
+        gt=0, description="unexpected job interruptions per GPU-hour of a synchronous job (all causes)"
+    )
+    hardware_share: float = Field(
+        ge=0, le=1, description="share of interruptions that take a server away for repair (hardware faults)"
+    )
+    restart_minutes: float = Field(
+        ge=0, description="per interruption: detect, tear down, reschedule, reload the last checkpoint, warm up"
+    )
+    checkpoint_write_gb_per_s_per_gpu: float = Field(
+        gt=0, description="checkpoint write bandwidth to shared storage per GPU of the job (GB/s): sets the pause"
+    )
+    repair_hours: float = Field(
+        ge=0, description="a failed server's time out of service (diagnose, swap parts, burn in) when no spare waits"
+    )
+    source: Source
+    notes: str = ""
+
+
 class TrainingAssumptions(Strict):
     pcie_multi_gpu_scaling: float = Field(
         gt=0, le=1, description="throughput share kept when a job spans GPUs linked only by PCIe"
@@ -362,8 +384,8 @@ class TrainingAssumptions(Strict):
         gt=0, description="checkpointed activation bytes per token x layer x hidden (recompute on)"
     )
     max_servers: int = Field(ge=1, description="largest job size considered, in servers")
-    goodput: float = Field(
-        gt=0, le=1, description="share of a job's wall time spent on useful steps (failures, restarts, checkpoints)"
+    interruptions: InterruptionAssumptions = Field(
+        description="failures, checkpoints, restarts and repairs: they set each job's goodput and hot spares"
     )
     source: Source
 

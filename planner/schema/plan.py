@@ -43,6 +43,19 @@ class TrainingRow(Out):
     cost_usd: float = 0.0  # its GPUs' share of their pool's TCO for the days it runs (or its rent)
     rented: bool = False
     rent_usd_per_gpu_hour: float | None = None
+    # The interruption model (planner.perf.interruptions): the servers (compute trays on
+    # rack-scale systems) the job holds beside its own as hot spares, in its pool for its days;
+    # useful steps / wall time; interruptions over its days. None: a plan from before the model.
+    hot_spare_servers: int = 0
+    hot_spare_gpus: int = 0
+    goodput: float | None = None
+    interruptions_expected: float | None = None
+    checkpoint_interval_hours: float | None = None
+
+    @property
+    def held_gpus(self) -> int:
+        """GPUs held in the pool while the job runs: its own and its hot spares'."""
+        return self.gpus + self.hot_spare_gpus
 
 
 class ReplicaRow(Out):

@@ -214,8 +214,8 @@ def _check_purchase(plan: Plan, capex_usd: float, errs: list[str]) -> None:
 
 
 def check_gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str]) -> None:
-    """In every year, at every moment, the services' GPUs plus the running jobs' fit the
-    servers in service that year; rented GPUs at the catalog's price, only when renting is on."""
+    """In every year, at every moment, the services' GPUs plus the running jobs' (with their
+    hot spares) fit the servers in service that year; rented GPUs at the catalog's price, only when renting is on."""
     life = life_of(problem, plan)
     runs: dict[PoolId, list[tuple[float, float, int, str]]] = defaultdict(list)
     pricing = problem.finance.rent
@@ -232,7 +232,8 @@ def check_gpu_usage(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
         per = catalog.servers[t.server].gpus_per_server
         if t.gpus > per and t.fabric == "none":
             errs.append(f"job {t.name}: {t.gpus} GPUs span servers without a fabric")
-        runs[(t.server, t.gpu, t.fabric)].append((t.start_day, t.end_day, t.gpus, t.name))
+        # hot spares are the job's: held in its pool for its days, beside its own GPUs
+        runs[(t.server, t.gpu, t.fabric)].append((t.start_day, t.end_day, t.held_gpus, t.name))
     for svc in plan.inference:
         if svc.start_day is not None:  # a windowed service holds its GPUs like a job, from start to end
             for rep in (r for r in svc.replicas if not r.rented):

@@ -42,13 +42,21 @@ def check_training(problem: Problem, catalog: Catalog, plan: Plan, errs: list[st
 
 
 def _job_days(job: TrainingJob, t: TrainingRow, catalog: Catalog) -> str:
-    """Why the row's days are not what the job takes on its GPUs, chassis and fabric ("" if they are)."""
+    """Why the row's days, goodput or hot spares are not what the job takes on its GPUs, chassis
+    and fabric ("" if they are)."""
     if t.server not in catalog.servers or t.gpu not in catalog.gpus or t.fabric not in catalog.fabrics:
         return f"{t.server}+{t.gpu} on {t.fabric} is not in the catalog this problem may buy from"
     chassis, gpu, fabric = catalog.servers[t.server], catalog.gpus[t.gpu], catalog.fabrics[t.fabric]
-    est = estimate_job(job, shape_of(job.model, catalog), catalog, chassis, gpu, fabric, t.gpus)
+    est = estimate_job(job, shape_of(job.model, catalog), catalog, chassis, gpu, fabric, t.gpus, rented=t.rented)
     if not est.fits:
         return f"does not fit {t.gpus} x {t.gpu}: {est.reason}"
+    if t.hot_spare_servers != est.hot_spare_servers or t.hot_spare_gpus != est.hot_spare_gpus:
+        return (
+            f"holds {t.hot_spare_servers} hot-spare servers ({t.hot_spare_gpus} GPUs); the interruption model "
+            f"gives {est.hot_spare_servers} ({est.hot_spare_gpus} GPUs) on {t.gpus} x {t.gpu}"
+        )
+    if t.goodput is None or abs(t.goodput - est.goodput) > 1e-4:
+        return f"goodput {t.goodput} in the plan, {est.goodput:.5f} recomputed on {t.gpus} x {t.gpu}"
     if abs(t.days - est.days) > max(0.01, 1e-4 * est.days):
         return f"takes {t.days:g} days in the plan, {est.days:.3f} recomputed on {t.gpus} x {t.gpu}"
     return ""

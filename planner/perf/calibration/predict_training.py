@@ -67,7 +67,9 @@ def predict_training(catalog: Catalog, m: Measurement, gpu: Gpu) -> tuple[float,
     est = estimate_training(q, eff.generations[gpu.generation], eff.training, eff.serving.memory_reserve_fraction)
     if not est.fits:
         raise Skip(f"model infeasible: {est.reason}")
-    seconds = est.days * 86_400  # wall time, goodput included (what GPU-hours rows count)
+    # wall time, the interruption model's goodput included (what GPU-hours rows count, on the
+    # job's own GPUs: a published total does not count hot spares)
+    seconds = est.days * 86_400
     steady = seconds * est.goodput  # what throughput rows measure
     values: dict[str, Callable[[], float]] = {
         "tokens_per_s_per_gpu": lambda: tokens / steady / gpus,
@@ -87,5 +89,5 @@ def predict_training(catalog: Catalog, m: Measurement, gpu: Gpu) -> tuple[float,
     if m.metric in ("hfu_pct", "pct_of_peak_per_gpu"):
         notes.append("model MFU against a hardware-FLOP figure (counts recomputation)")
     if totals:
-        notes.append(f"{tokens:.3g} tokens")
+        notes.append(f"{tokens:.3g} tokens; goodput {est.goodput:.3f}")
     return values[m.metric](), "; ".join(notes)
