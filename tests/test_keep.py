@@ -49,8 +49,10 @@ def test_sunk_capex_is_not_charged_again(plans):
     assert kept["tco_usd"] <= fresh["tco_usd"] + kept_running + 1
     fresh_counts = {(r["server"], r["gpu"]): r["count"] for r in fresh["servers"]}
     if all(fresh_counts.get((r["server"], r["gpu"]), 0) >= r["count"] for r in first["servers"]):
-        # the fresh plan buys the kept servers too: keeping them saves exactly their capex
-        assert kept["tco_usd"] <= fresh["tco_usd"] - first["capex_usd"] + 1
+        # the fresh plan buys the kept servers too: keeping them saves exactly their capex (the
+        # servers and racks --keep keeps; front-end switches and storage are bought for the new plan)
+        sunk = sum(p["extended_price_usd"] for p in first["purchase"] if p["category"] in ("server", "rack"))
+        assert kept["tco_usd"] <= fresh["tco_usd"] - sunk + 1
     assert kept["tco_usd"] >= fresh["tco_usd"] - first["capex_usd"] - first["capex_usd"]
 
 

@@ -75,9 +75,10 @@ def test_latency_rows_state_the_p99_that_the_target_binds(catalog: Catalog) -> N
     for r in reps:
         assert r.tpot_ms == r.tpot_p99_ms and r.ttft_ms == r.ttft_p99_ms  # contract keys carry the p99
         assert r.tpot_mean_ms < r.tpot_p99_ms and r.ttft_mean_ms < r.ttft_p99_ms
-    # the demand row: capacity less the spare replica of the largest kind in use
+    # the demand row: capacity less what one 8-GPU server holds of the worst kind (N+1 by server)
     svc = plan.inference[0]
-    carried = sum(r.count * r.rps_per_replica for r in reps) - max(r.rps_per_replica for r in reps)
+    lost = max(min(r.count, 8 // r.gpus_per_replica) * r.rps_per_replica for r in reps)
+    carried = sum(r.count * r.rps_per_replica for r in reps) - lost
     assert rows["service:chat:rate"].used == pytest.approx(carried, abs=1e-6)
     assert_rows_hold(loaded.problem, prepare(loaded).catalog, plan)
     assert svc.capacity_rps > rows["service:chat:rate"].used

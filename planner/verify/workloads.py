@@ -8,6 +8,7 @@ import math
 from planner.catalog import Catalog
 from planner.domains import Lost, domain_losses, worst_kind_loss, worst_loss_rps
 from planner.limits.base import Measured
+from planner.limits.measure import carried_rps
 from planner.options.training import estimate_job
 from planner.perf.inference import InferenceEstimate, InferenceQuery, engine_for, estimate_inference
 from planner.perf.links import link_for
@@ -96,12 +97,12 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 if why:
                     errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {why}")
                 latencies.append(p99)
+            if capacity is None:
+                _check_domains_down(svc, row, need, units, errs)
+            # the limits row counts each domain as the row says it holds (no fewer than the
+            # placement puts on one: check_claims), as the model does
             carried = (
-                (
-                    sum(r.count * r.rps_per_replica for r in row.replicas)
-                    - worst_loss_rps(row, units, svc.spare_replicas)
-                )
-                / (1 + svc.min_spare_share)
+                carried_rps(row, svc.min_spare_share, mix=False)
                 if capacity is None
                 else capacity / (1 + svc.min_spare_share)  # a mix: from the recomputed kinds
             )
@@ -110,6 +111,18 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 m.required_rps[svc.name] = need
         m.ttft_p99_ms[svc.name] = max((ttft for ttft, _ in latencies), default=0.0)
         m.tpot_p99_ms[svc.name] = max((tpot for _, tpot in latencies), default=0.0)
+
+
+def _check_domains_down(
+    svc: InferenceService, row: InferenceRow, need: float, units: list[Lost], errs: list[str]
+) -> None:
+    """The service's rate with its ``spare_replicas`` worst domains of the placement down."""
+    left = sum(r.count * r.rps_per_replica for r in row.replicas) - worst_loss_rps(row, units, svc.spare_replicas)
+    if svc.spare_replicas and left + 1e-3 < need * (1 + svc.min_spare_share):
+        errs.append(
+            f"service {svc.name}{_year(row)}: {left:.3f} rps left with {svc.spare_replicas} "
+            f"{svc.spare_domain}(s) down, below {need * (1 + svc.min_spare_share):g}"
+        )
 
 
 def _year(row: InferenceRow) -> str:
