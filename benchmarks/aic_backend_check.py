@@ -37,7 +37,8 @@ import aic_check  # the sibling script: the same row -> query mapping
 from planner.catalog import load_catalog
 from planner.perf import aic_backend
 from planner.perf.calibration.mapping import Skip, chassis_for
-from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 

@@ -39,7 +39,7 @@ from planner.perf.calibration.aic import (
     text_table,
     to_case,
 )
-from planner.perf.inference import InferenceEstimate
+from planner.perf.inference_types import InferenceEstimate
 
 __all__ = [
     "BANDS",

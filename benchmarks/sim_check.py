@@ -56,9 +56,7 @@ def main() -> None:
             worst = max(worst, abs(rt - 1), abs(rp - 1))
             ttft = f"{row['ttft_p99_ms']:,.0f} / {row['analytic_ttft_p99_ms']:,.0f}"
             tpot = f"{row['tpot_p99_ms']:,.1f} / {row['analytic_tpot_p99_ms']:,.1f}"
-            print(
-                f"{path.stem:24} {r.name:16} {ttft:>24} {rt:6.2f} {tpot:>22} {rp:6.2f} {r.holds!s:>6} {seconds:6.1f}"
-            )
+            print(f"{path.stem:24} {r.name:16} {ttft:>24} {rt:6.2f} {tpot:>22} {rp:6.2f} {r.holds!s:>6} {seconds:6.1f}")
             cells = (path.stem, r.name, ttft, f"{rt:.2f}", tpot, f"{rp:.2f}", str(r.holds), f"{seconds:.1f}")
             lines.append("| " + " | ".join(cells) + " |")
     print(f"\nlargest |simulated / analytic - 1|: {worst:.1%}")

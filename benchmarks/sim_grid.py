@@ -15,7 +15,8 @@ import argparse
 import numpy as np
 
 from planner.catalog import load_catalog
-from planner.perf.inference import InferenceQuery, engine_for
+from planner.perf.inference import engine_for
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.load import Load
 from planner.perf.shapes import shape_of

@@ -19,16 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from planner.errors import CatalogError, InputError
 from planner.fabric import expand
-from planner.schema.catalog import (
-    CloudFile,
-    EfficiencyFile,
-    Gpu,
-    GpusFile,
-    LlmModel,
-    ModelsFile,
-    Rental,
-    ServerChassis,
-)
+from planner.schema.catalog import CloudFile, Gpu, GpusFile, LlmModel, ModelsFile, Rental, ServerChassis
+from planner.schema.efficiency import EfficiencyFile
 from planner.schema.fabric import Fabric, FabricsFile
 from planner.schema.facility import Frontend, LiquidCooling, Rack, ServersFile, Storage
 

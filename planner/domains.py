@@ -17,14 +17,14 @@ Rules (the optimiser, the readback and the verifier use the same):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from planner.bom import PoolKey, pool_spec, servers_per_rack
 from planner.catalog import Catalog
 from planner.schema.catalog import ServerChassis
-from planner.schema.plan import InferenceRow, Plan
+from planner.schema.plan import InferenceRow, Plan, ReplicaRow
 from planner.schema.problem import InferenceService, Problem, Site
 
 Domain = Literal["server", "rack"]
@@ -65,9 +65,7 @@ def place(groups: Iterable[Group], unit_gpus: int) -> list[dict[tuple[str, int],
     for g in sorted(groups, key=lambda g: (-g.gpus_per_replica, g.service, g.kind)):
         for _ in range(g.count):
             if g.gpus_per_replica > unit_gpus:  # spans whole units: its own, all lost together
-                units.append({(g.service, g.kind): 1})
-                for _ in range(g.gpus_per_replica // unit_gpus - 1):
-                    units.append({(g.service, g.kind): 1})
+                units += [{(g.service, g.kind): 1} for _ in range(g.gpus_per_replica // unit_gpus)]
                 free = 0
                 continue
             if free < g.gpus_per_replica:
@@ -127,13 +125,19 @@ def worst_kind_loss(units: list[Lost], kind: int, k: int) -> int:
     return sum(sorted((lost.get(kind, 0) for lost in units), reverse=True)[:k])
 
 
+def claimed_loss_rps(replicas: Sequence[ReplicaRow]) -> float:
+    """The capacity the worst failure domain takes down, as the rows count it (``per_domain``
+    replicas of the kind that loses most): what the model holds ``spare_replicas`` times."""
+    return max((r.per_domain * r.rps_per_replica for r in replicas), default=0.0)
+
+
 def domains_survived(row: InferenceRow, svc: InferenceService) -> float:
     """How many failure domains the row's replicas can lose, each taking what the row says
     the worst one holds (``per_domain``), and still carry the demand (a mix: each kind its own
     routed load). What the model holds at or above ``spare_replicas``."""
     if svc.mix is None:
         spare = sum(r.count * r.rps_per_replica for r in row.replicas) - row.required_rps * (1 + svc.min_spare_share)
-        loss = max((r.per_domain * r.rps_per_replica for r in row.replicas), default=0.0)
+        loss = claimed_loss_rps(row.replicas)
         return math.floor(spare / loss + 1e-6) if loss > 0 else 0.0
     routed = [0.0] * len(row.replicas)
     for bucket in row.routing:

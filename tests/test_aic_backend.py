@@ -9,7 +9,8 @@ from pathlib import Path
 
 from planner.catalog import load_catalog
 from planner.perf import aic_backend
-from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 

@@ -21,7 +21,8 @@ from planner.perf.calibration import (
     run_calibration,
 )
 from planner.perf.calibration import parse_measurements as _parse_text
-from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 

@@ -10,7 +10,8 @@ import pytest
 
 from planner.catalog import load_catalog
 from planner.io.problem_io import loads_problem
-from planner.perf.inference import InferenceQuery, engine_for
+from planner.perf.inference import engine_for
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.load import Load
 from planner.perf.load_mix import RequestClass, colocated_factor

@@ -115,6 +115,17 @@ def test_the_verifier_rejects_an_understated_domain() -> None:
     assert any("one server holds" in e for e in errs), errs
 
 
+def test_the_verifier_rejects_a_domain_loss_the_replicas_do_not_add_up_to() -> None:
+    name = "startup.yaml"
+    ctx = prepare(load_problem(PROBLEMS / name))
+    plan = example_plan(name).model_copy(deep=True)
+    row = plan.inference[0]
+    assert row.domain_loss_rps == pytest.approx(max(r.per_domain * r.rps_per_replica for r in row.replicas), abs=1e-3)
+    row.domain_loss_rps /= 2
+    errs = verify(ctx.problem, ctx.catalog, plan)
+    assert any("domain_loss_rps" in e for e in errs), errs
+
+
 def test_a_mix_kind_short_of_its_own_spares_is_rejected() -> None:
     name = "chat-mix.yaml"
     ctx = prepare(load_problem(PROBLEMS / name))

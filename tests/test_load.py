@@ -9,7 +9,8 @@ import pytest
 
 from planner.catalog import load_catalog
 from planner.perf.engine import Engine, EngineLimits
-from planner.perf.inference import InferenceQuery, _Replica, engine_for, estimate_inference
+from planner.perf.inference import _Replica, engine_for, estimate_inference
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.load import Load
 from planner.perf.queueing import mg1_wait_mean, mg1_wait_quantile

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from planner.io.hf_config import model_from_config
-from planner.perf.inference import InferenceQuery, estimate_inference, weights_of
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceQuery, weights_of
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 from planner.perf.training import training_flops

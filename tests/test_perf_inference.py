@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.perf.inference import InferenceQuery, Link, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceQuery, Link
 from planner.perf.links import link_for
 from planner.perf.shapes import inline_shape, shape_of
 from planner.schema.model_ref import InlineModel

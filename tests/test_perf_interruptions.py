@@ -21,7 +21,7 @@ from planner.perf.interruptions import best_spares, goodput_with_spares, interru
 from planner.perf.shapes import shape_of
 from planner.perf.training import TrainingQuery, estimate_training, rented_estimate
 from planner.pipeline import plan_context
-from planner.schema.catalog import InterruptionAssumptions
+from planner.schema.efficiency import InterruptionAssumptions
 from planner.verify import verify
 
 CATALOG = load_catalog()

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from planner.catalog import Catalog
 from planner.cli import app
 from planner.perf.engine import Engine, EngineLimits
-from planner.perf.inference import InferenceQuery, engine_for
+from planner.perf.inference import engine_for
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 from planner.simulate.closed_loop import closed_loop

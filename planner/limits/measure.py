@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from planner import limits
 from planner import units as u
+from planner.domains import claimed_loss_rps
 from planner.limits.base import Measured
 from planner.schema.plan import InferenceRow, Plan
 from planner.schema.problem import Problem
@@ -24,7 +25,7 @@ def carried_rps(row: InferenceRow, spare_share: float, mix: bool) -> float:
     capacity is the routed kinds' capacity."""
     capacity = sum(r.count * r.rps_per_replica for r in row.replicas)
     if not mix:
-        capacity -= row.spare_replicas * max((r.per_domain * r.rps_per_replica for r in row.replicas), default=0.0)
+        capacity -= row.spare_replicas * claimed_loss_rps(row.replicas)
     return capacity / (1 + spare_share)
 
 

@@ -4,6 +4,7 @@ and services (replica kinds, a mix's routing, a window), each figure as the mode
 from __future__ import annotations
 
 from planner import units as u
+from planner.domains import claimed_loss_rps
 from planner.optimize.built import Built
 from planner.optimize.solve import Solved
 from planner.options.types import InferenceOption
@@ -109,7 +110,7 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     capacity_rps=round(capacity, 3),
                     spare_replicas=svc.spare_replicas,
                     spare_domain=svc.spare_domain,
-                    domain_loss_rps=round(max((r.per_domain * r.rps_per_replica for r in reps), default=0.0), 3),
+                    domain_loss_rps=round(claimed_loss_rps(reps), 3),
                     replicas=reps,
                     year=year,
                     start_day=start,

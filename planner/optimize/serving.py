@@ -87,6 +87,7 @@ def _serving_mix(
     routes: dict[tuple[int, int, int], cp_model.IntVar] = {}
     coef: dict[tuple[int, int, int], int] = {}
     loads: dict[tuple[int, int], cp_model.IntVar] = {}
+    per_domain = [_per_domain(o, svc, catalog, problem) for o in w.inference]
     for i, o in enumerate(w.inference):
         rs = []
         for y, rate in enumerate(demand):
@@ -102,7 +103,7 @@ def _serving_mix(
             most = sum(c * slices for c, _ in terms)
             if o.colocated_factor < 1:
                 most = math.ceil(most / max(o.colocated_factor, 1e-3))
-            spares = svc.spare_replicas * _per_domain(o, svc, catalog, problem)
+            spares = svc.spare_replicas * per_domain[i]
             r = m.new_int_var(0, math.ceil(most / LOAD_PER_REPLICA) + spares, f"replicas[{w.name}#{i}@{y}]")
             # the replica-time the kind's routed slices take (more when it serves several buckets)
             load = m.new_int_var(0, most, f"load[{w.name}#{i}@{y}]")
@@ -114,27 +115,21 @@ def _serving_mix(
         _colocation(b, w.name, i, o, routes, coef, [loads[(i, y)] for y in range(len(demand))], slices)
     b.serve[w.name] = reps
     b.routes[w.name] = routes
-    b.serve_rates[w.name] = (
-        u.rps_up(demand[-1]),
-        svc.spare_replicas,
-        [],
-        [_per_domain(o, svc, catalog, problem) for o, _ in reps],
-    )
+    b.serve_rates[w.name] = (u.rps_up(demand[-1]), svc.spare_replicas, [], per_domain)
     for y in range(b.periods):
         for k, bucket in enumerate(buckets):
             served = [z for (i, kk, yy), z in routes.items() if kk == k and yy == y]
             tag = "" if b.periods == 1 else f"@{y + 1}"
             m.add(sum(served) == slices).with_name(f"service:{w.name}:rate:{bucket.label}{tag}")
         if svc.spare_replicas:
-            _mix_spares(b, svc, catalog, problem, reps, loads, y)
+            _mix_spares(b, svc, reps, per_domain, loads, y)
 
 
 def _mix_spares(
     b: Built,
     svc: InferenceService,
-    catalog: Catalog,
-    problem: Problem,
     reps: list[tuple[InferenceOption, list[cp_model.IntVar]]],
+    per_domain: list[int],
     loads: dict[tuple[int, int], cp_model.IntVar],
     y: int,
 ) -> None:
@@ -142,10 +137,9 @@ def _mix_spares(
     to take the traffic it stands in for, and only replicas that serve the same buckets can
     (a kind's replicas are the ones that do, whatever the packing puts beside them)."""
     m = b.model
-    for i, (o, rs) in enumerate(reps):
+    for i, ((_, rs), q) in enumerate(zip(reps, per_domain, strict=True)):
         # k x min(r, q) replicas down: a kind with fewer than q replicas would lose them all, so
         # one in use has at least k x q beyond its load, and min(r, q) is q
-        q = _per_domain(o, svc, catalog, problem)
         r = rs[y]
         used = m.new_bool_var(f"in_use[{r.name}]")
         m.add(r <= upper(r) * used)

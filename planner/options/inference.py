@@ -9,7 +9,8 @@ from collections.abc import Container
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.types import InferenceOption, PoolLimit, Rejection, WorkloadOptions
-from planner.perf.inference import InferenceEstimate, InferenceQuery, engine_for, estimate_inference, max_tp_candidates
+from planner.perf.inference import engine_for, estimate_inference, max_tp_candidates
+from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for, nvlink_domain, packing_sizes
 from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import ModelShape, shape_of

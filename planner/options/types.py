@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from planner.bom import PoolKey
-from planner.perf.inference import InferenceEstimate
+from planner.perf.inference_types import InferenceEstimate
 from planner.perf.shapes import ModelShape
 from planner.perf.training import TrainingEstimate
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from planner.catalog import Catalog, load_catalog, suggest
 from planner.errors import InputError
-from planner.perf.inference import InferenceQuery, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.precision import BYTES
 from planner.perf.shapes import ModelShape, shape_of

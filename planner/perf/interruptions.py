@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.schema.catalog import InterruptionAssumptions
+from planner.schema.efficiency import InterruptionAssumptions
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.perf.inference import Link
+from planner.perf.inference_types import Link
 from planner.schema.catalog import Gpu, ServerChassis
 
 

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field, replace
 from planner.fabric import scaling_factor
 from planner.perf.interruptions import interruptions
 from planner.perf.shapes import ModelShape
-from planner.schema.catalog import GenerationEfficiency, Gpu, Precision, TrainingAssumptions, is_precision
+from planner.schema.catalog import Gpu, Precision, is_precision
+from planner.schema.efficiency import GenerationEfficiency, TrainingAssumptions
 from planner.schema.fabric import Fabric
 
 _ADAPTER_SHARE = 0.01  # LoRA adapters as a share of the base parameters (rank ~16-64)
@@ -161,14 +162,20 @@ def estimate_training(
         "fabric": q.fabric.id if q.fabric else "none",
         "gpu_link": q.gpu_link,
     }
-    if mem > usable:
+
+    def refused(reason: str) -> TrainingEstimate:
         return TrainingEstimate(
             fits=False,
-            reason=f"needs {mem / 1e9:.1f} GB per GPU at {q.gpus} GPUs; {q.gpu.id} offers {usable / 1e9:.1f} GB usable",
+            reason=reason,
             min_gpus=min_gpus,
             total_flops=flops,
             memory_per_gpu_gb=mem / 1e9,
             factors=factors,
+        )
+
+    if mem > usable:
+        return refused(
+            f"needs {mem / 1e9:.1f} GB per GPU at {q.gpus} GPUs; {q.gpu.id} offers {usable / 1e9:.1f} GB usable"
         )
     share = scaling(q, t)
     achieved = q.gpu.tflops_dense[compute] * 1e12 * mfu * share
@@ -178,14 +185,7 @@ def estimate_training(
     spanning = fabric_kind != "none" and q.gpus >= unit  # a spare joins over the fabric
     intr = interruptions(q.gpus, unit, checkpoint_bytes(q), t.interruptions, spanning)
     if intr.goodput <= 0:
-        return TrainingEstimate(
-            fits=False,
-            reason=f"{q.gpus} GPUs are interrupted {intr.per_hour:.2f} times an hour: restarts take all the time",
-            min_gpus=min_gpus,
-            total_flops=flops,
-            memory_per_gpu_gb=mem / 1e9,
-            factors=factors,
-        )
+        return refused(f"{q.gpus} GPUs are interrupted {intr.per_hour:.2f} times an hour: restarts take all the time")
     days = steady_s / _SECONDS_PER_DAY / intr.goodput
     owned = TrainingEstimate(
         fits=True,

@@ -17,7 +17,8 @@ from planner.errors import InputError
 from planner.io.problem_io import LoadedProblem
 from planner.io.requests_csv import DEFAULT_INPUT_EDGES, DEFAULT_OUTPUT_EDGES, bucket_requests, read_requests_csv
 from planner.perf.engine import Engine
-from planner.perf.inference import InferenceQuery, engine_for
+from planner.perf.inference import engine_for
+from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow

@@ -6,18 +6,19 @@ from __future__ import annotations
 import math
 
 from planner.catalog import Catalog
-from planner.domains import Lost, domain_losses, worst_kind_loss, worst_loss_rps
+from planner.domains import Lost, domain_losses, worst_kind_loss
 from planner.limits.base import Measured
 from planner.limits.measure import carried_rps
 from planner.options.training import estimate_job
-from planner.perf.inference import InferenceEstimate, InferenceQuery, engine_for, estimate_inference
+from planner.perf.inference import engine_for, estimate_inference
+from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import shape_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow, TrainingRow
 from planner.schema.problem import InferenceService, MixBucket, Problem, TrainingJob
 from planner.verify.common import REL
-from planner.verify.domains import check_claims
+from planner.verify.domains import check_claims, check_domains_down
 
 
 def check_training(problem: Problem, catalog: Catalog, plan: Plan, errs: list[str], m: Measured) -> None:
@@ -98,7 +99,7 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                     errs.append(f"service {svc.name}: {rep.gpu} x{rep.gpus_per_replica} {rep.precision}: {why}")
                 latencies.append(p99)
             if capacity is None:
-                _check_domains_down(svc, row, need, units, errs)
+                check_domains_down(svc, row, need, units, errs)
             # the limits row counts each domain as the row says it holds (no fewer than the
             # placement puts on one: check_claims), as the model does
             carried = (
@@ -111,18 +112,6 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 m.required_rps[svc.name] = need
         m.ttft_p99_ms[svc.name] = max((ttft for ttft, _ in latencies), default=0.0)
         m.tpot_p99_ms[svc.name] = max((tpot for _, tpot in latencies), default=0.0)
-
-
-def _check_domains_down(
-    svc: InferenceService, row: InferenceRow, need: float, units: list[Lost], errs: list[str]
-) -> None:
-    """The service's rate with its ``spare_replicas`` worst domains of the placement down."""
-    left = sum(r.count * r.rps_per_replica for r in row.replicas) - worst_loss_rps(row, units, svc.spare_replicas)
-    if svc.spare_replicas and left + 1e-3 < need * (1 + svc.min_spare_share):
-        errs.append(
-            f"service {svc.name}{_year(row)}: {left:.3f} rps left with {svc.spare_replicas} "
-            f"{svc.spare_domain}(s) down, below {need * (1 + svc.min_spare_share):g}"
-        )
 
 
 def _year(row: InferenceRow) -> str:

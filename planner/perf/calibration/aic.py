@@ -63,7 +63,8 @@ from planner.perf.calibration.aic_summary import (
     summarize,
 )
 from planner.perf.calibration.mapping import Skip, chassis_for
-from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
 

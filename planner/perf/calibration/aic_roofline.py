@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import units as u
-from planner.perf.inference import InferenceQuery, engine_for
-from planner.schema.catalog import GenerationEfficiency, ServingAssumptions
+from planner.perf.inference import engine_for
+from planner.perf.inference_types import InferenceQuery
+from planner.schema.efficiency import GenerationEfficiency, ServingAssumptions
 
 # ServingAssumptions fields that are fixed costs or queueing, all 0 in the roofline
 _OVERHEADS = (

@@ -18,7 +18,8 @@ from planner.perf.calibration.mapping import (
     parse_deployment,
 )
 from planner.perf.calibration.measurements import Measurement
-from planner.perf.inference import InferenceEstimate, InferenceQuery, estimate_inference
+from planner.perf.inference import estimate_inference
+from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import Gpu
