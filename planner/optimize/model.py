@@ -26,6 +26,7 @@ from planner.limits.table import every_limit
 from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.serving import service_floors, serving
+from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share
 from planner.options.types import TrainingOption, WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import InferenceService, Problem
@@ -125,72 +126,83 @@ def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions]) -> N
 def _gpu_use(b: Built, problem: Problem) -> None:
     """GPUs per pool: services hold theirs for the whole year (or from their start to their
     end, when they have one); training jobs hold theirs only while they run, so workloads
-    that do not overlap in time share a pool."""
+    that do not overlap in time share a pool (planner.optimize.time_sharing)."""
     periods = range(b.periods)
     serve: dict[PoolKey, list[list[Expr]]] = {k: [[] for _ in periods] for k in b.pools}
-    windows: dict[PoolKey, list[tuple[cp_model.IntervalVar, Expr]]] = {k: [] for k in b.pools}
-    jobs: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar, str]]] = {k: [] for k in b.pools}
+    items: dict[PoolKey, list[Item]] = {k: [] for k in b.pools}
+    windows = job_windows(b, problem)
+    waits = ancestors(problem)
     for name, xs in b.train.items():
+        by_pool: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar]]] = {}
         for o, x in xs:
             if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
-                jobs[o.pool].append((o, x, name))
+                by_pool.setdefault(o.pool, []).append((o, x))
+        for key, options in by_pool.items():
+            items[key].append(job_item(name, options, b, windows[name]))
     services = {s.name: s for s in problem.inference}
     for name, rs in b.serve.items():
         svc = services[name]
-        window = _service_window(b, problem, svc) if svc.windowed else None
+        held: dict[PoolKey, Expr] = {}
         for rep, per_year in rs:
             if rep.rent_usd_per_gpu_hour is not None:
                 continue
-            if window is not None:  # single-period plans only (the problem refuses windows by year)
-                windows[rep.pool].append((window, rep.gpus_per_replica * per_year[0]))
+            if svc.windowed:  # single-period plans only (the problem refuses windows by year)
+                held[rep.pool] = held.get(rep.pool, 0) + rep.gpus_per_replica * per_year[0]
                 continue
             for y in periods:
                 serve[rep.pool][y].append(rep.gpus_per_replica * per_year[y])
+        if held:
+            window, first, last = _service_window(b, problem, svc)
+            key_name = f"service:{name}"
+            waits[key_name.lower()] = {d.lower() for d in svc.after} | {
+                a for d in svc.after for a in waits.get(d.lower(), set())
+            }
+            for key, gpus in held.items():
+                items[key].append(Item(key_name, gpus, first, last, window=window))
     m = b.model
     for key, p in b.pools.items():
         # Sizes are powers of two dividing the server's GPU count, so a total that
         # fits the GPUs always packs into whole servers.
         gps = p.spec.gpus_per_server
-        if not jobs[key] and not windows[key]:
+        if not items[key]:
             for y in periods:
                 m.add(sum(serve[key][y]) <= gps * p.installed[y]).with_name(f"gpus[{key.label()}@{y}]")
             continue
         # A cumulative's capacity must be one variable (cpsat-notes): the GPUs services leave free.
         most = gps * upper(p.servers)
         free = m.new_int_var(0, most, f"free_gpus[{key.label()}]")
-        runs = [
-            m.new_optional_fixed_size_interval_var(b.starts[name], u.days_up(o.days), x, f"run[{name}@{key.label()}]")
-            for o, x, name in jobs[key]
-        ]
-        demands: list[cp_model.LinearExprT] = [o.held_gpus for o, _, _ in jobs[key]]  # hot spares too
-        for window, gpus in windows[key]:
-            runs.append(window)
-            demands.append(gpus)
         if b.periods == 1:
             m.add(free == gps * p.servers - sum(serve[key][0])).with_name(f"gpus[{key.label()}]")
-        else:
-            # Capacity changes by year: a fixed block per year takes away what that year lacks
-            # against the best year's free GPUs.
-            year = u.days_up(365)
-            for y in periods:
-                spare = gps * p.installed[y] - sum(serve[key][y])
-                m.add(spare >= 0).with_name(f"gpus[{key.label()}@{y}]")
-                m.add(free >= spare)
-                block = m.new_int_var(0, most, f"unavailable[{key.label()}@{y}]")
-                m.add(block == free - spare)
-                runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{key.label()}@{y}]"))
-                demands.append(block)
+            share(m, free, items[key], waits, key.label())
+            continue
+        # Capacity changes by year: a fixed block per year takes away what that year lacks
+        # against the best year's free GPUs.
+        pairs = [run for item in items[key] for run in item.intervals(m, key.label())]
+        runs = [r for r, _ in pairs]
+        demands: list[cp_model.LinearExprT] = [d for _, d in pairs]
+        year = u.days_up(365)
+        for y in periods:
+            spare = gps * p.installed[y] - sum(serve[key][y])
+            m.add(spare >= 0).with_name(f"gpus[{key.label()}@{y}]")
+            m.add(free >= spare)
+            block = m.new_int_var(0, most, f"unavailable[{key.label()}@{y}]")
+            m.add(block == free - spare)
+            runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{key.label()}@{y}]"))
+            demands.append(block)
+        for item in items[key]:
+            m.add(item.held <= free)
         m.add_cumulative(runs, demands, free)
 
 
-def _service_window(b: Built, problem: Problem, svc: InferenceService) -> cp_model.IntervalVar:
+def _service_window(b: Built, problem: Problem, svc: InferenceService) -> tuple[cp_model.IntervalVar, int, int]:
     """When a service holds its GPUs: from ``start_day`` (or, with ``after``, the moment its
-    last job ends: no later, the model is needed then) to ``end_day`` or the horizon's end."""
+    last job ends: no later, the model is needed then) to ``end_day`` or the horizon's end.
+    Also its earliest start and its end, in model time units."""
     m = b.model
-    if svc.name in b.service_windows:
-        return b.service_windows[svc.name]
     end = u.days_up(svc.end_day) if svc.end_day is not None else u.days_up(problem.horizon_years * 365)
     first = u.days_down(svc.start_day or 0.0)
+    if svc.name in b.service_windows:
+        return b.service_windows[svc.name], first, end
     if not svc.after:
         window = m.new_fixed_size_interval_var(first, max(0, end - first), f"serve[{svc.name}]")
         b.service_starts[svc.name] = first
@@ -202,7 +214,7 @@ def _service_window(b: Built, problem: Problem, svc: InferenceService) -> cp_mod
         window = m.new_interval_var(start, end - start, end, f"serve[{svc.name}]")
         b.service_starts[svc.name] = start
     b.service_windows[svc.name] = window
-    return window
+    return window, first, end
 
 
 def gpu_type_flags(b: Built) -> None:

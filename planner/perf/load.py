@@ -26,6 +26,7 @@ from planner.perf.engine import Engine
 from planner.perf.load_mix import MixState, RequestClass, mix_state
 from planner.perf.prompt import Prompt, prompt_cost
 from planner.perf.queueing import mg1_wait_mean
+from planner.perf.rate_search import largest_within, worst_margin
 
 
 @dataclass(frozen=True)
@@ -96,25 +97,19 @@ class Load:
 
     def max_rate(self, ttft_p99_s: float | None, tpot_p99_s: float | None, utilisation: float) -> float:
         """The largest Poisson rate whose p99s meet the targets, at most ``utilisation`` of saturation."""
-        ceiling = utilisation * self.saturation_rate()
 
-        def ok(rate: float) -> bool:
-            lat = self.poisson(rate)
-            if not lat.stable:
-                return False
-            if tpot_p99_s is not None and lat.tpot_p99_s > tpot_p99_s:
-                return False
-            return not (ttft_p99_s is not None and lat.ttft_p99_s > ttft_p99_s)
+        def margin(rate: float) -> float:
+            state = self.state(rate)
+            if state is None:
+                return math.inf
+            return worst_margin(
+                [
+                    (lambda: state.tpot_quantile_s(0, 0.99), tpot_p99_s),
+                    (lambda: state.ttft_quantile_s(0, 0.99), ttft_p99_s),
+                ]
+            )
 
-        if ceiling <= 0 or not ok(ceiling * 1e-6):
-            return 0.0
-        if ok(ceiling):
-            return ceiling
-        lo, hi = ceiling * 1e-6, ceiling
-        while hi - lo > 1e-3 * ceiling:  # a thousandth of the ceiling: below what a plan can tell apart
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-        return lo
+        return largest_within(margin, utilisation * self.saturation_rate())
 
     # --- a closed loop of N clients ----------------------------------------------------
 

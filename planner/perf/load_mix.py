@@ -21,6 +21,7 @@ example plans' p99s are checked against it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,7 @@ from planner.perf.queueing import (
     poisson_quantile,
     wait_sum_quantile,
 )
+from planner.perf.rate_search import largest_within, worst_margin
 
 
 @dataclass(frozen=True)
@@ -261,26 +263,17 @@ def mix_max_rate(
     the replica, meets the p99 targets; 0 when none does."""
     running = running_limit(engine, classes)
 
-    def ok(rate: float) -> bool:
+    def margin(rate: float) -> float:
         state = mix_state(engine, classes, rate, running)
         if state is None:
-            return False
+            return math.inf
+        pairs: list[tuple[Callable[[], float], float | None]] = []
         for j in range(len(classes)):
-            if tpot_p99_s is not None and state.tpot_quantile_s(j, 0.99) > tpot_p99_s:
-                return False
-            if ttft_p99_s is not None and state.ttft_quantile_s(j, 0.99) > ttft_p99_s:
-                return False
-        return True
+            pairs.append((lambda j=j: state.tpot_quantile_s(j, 0.99), tpot_p99_s))  # type: ignore[misc]
+            pairs.append((lambda j=j: state.ttft_quantile_s(j, 0.99), ttft_p99_s))  # type: ignore[misc]
+        return worst_margin(pairs)
 
-    if ceiling <= 0 or not ok(ceiling * 1e-6):
-        return 0.0
-    if ok(ceiling):
-        return ceiling
-    lo, hi = ceiling * 1e-6, ceiling
-    while hi - lo > 1e-3 * ceiling:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+    return largest_within(margin, ceiling)
 
 
 def colocated_factor(
