@@ -5,8 +5,8 @@ asks for thousands), so the search matters: bisection to a thousandth of the cei
 a dozen states. The latency margin (the worst p99 over its target, less 1) is smooth in the
 rate until the replica saturates, so regula falsi on the margin (Illinois variant: an end
 that stays put twice has its margin halved, so both ends keep moving) finds the same boundary
-to the same tolerance in about half the states. Where the margin is infinite (unstable), the
-step is a bisection.
+to the same tolerance in fewer states (startup's options: 1,329 against 1,595). Where the
+margin is infinite (unstable), the step is a bisection.
 """
 
 from __future__ import annotations
