@@ -144,7 +144,7 @@ def _catalog_exclusions() -> list[str]:
     return drop[: max(0, len(gpus) - TARGET_GPU_TYPES)]
 
 
-def generate(seed: int = 7, services: int = 40, jobs: int = 15) -> dict[str, Any]:
+def generate(seed: int = 7, services: int = 40, jobs: int = 15, check: bool = True) -> dict[str, Any]:
     rng = random.Random(seed)
     problem: dict[str, Any] = {
         "name": f"large-s{seed}",
@@ -164,7 +164,8 @@ def generate(seed: int = 7, services: int = 40, jobs: int = 15) -> dict[str, Any
         "training": _jobs(rng, jobs),
         "inference": _services(rng, services),
     }
-    _make_feasible(problem)
+    if check:
+        _make_feasible(problem)
     return problem
 
 
@@ -226,8 +227,13 @@ def main() -> None:
     ap.add_argument("--services", type=int, default=40)
     ap.add_argument("--jobs", type=int, default=15)
     ap.add_argument("-o", "--output", default="-", help="YAML file to write ('-': stdout)")
+    ap.add_argument(
+        "--no-check",
+        action="store_true",
+        help="skip the feasibility loosening (for very large problems: the planner may then find no plan)",
+    )
     args = ap.parse_args()
-    problem = generate(args.seed, args.services, args.jobs)
+    problem = generate(args.seed, args.services, args.jobs, check=not args.no_check)
     text = yaml.safe_dump(problem, sort_keys=False, width=120)
     if args.output == "-":
         sys.stdout.write(text)
