@@ -301,20 +301,46 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
             else site_per_gpu[o.pool] * o.gpus_per_replica
             for o, _ in reps
         ]
-        alone = cp_model.CpModel()
-        rs = [alone.new_int_var(0, upper(r), "r") for _, r in reps]
-        triples = list(zip(reps, rs, pers, strict=True))
-        capacity = sum(per * r for _, r, per in triples)
-        alone.add(capacity >= need)
-        if spare:
-            _domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)
-        alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.max_deterministic_time = 0.5
-        status = solver.solve(alone)
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            bound = math.floor(solver.best_objective_bound)
+        bound = _floor(reps, costs, pers, per_domain, need, spare, name)
+        if bound is not None:
             b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
                 f"service:{name}:floor"
             )
+
+
+_FLOORS: dict[tuple[object, ...], int | None] = {}
+
+
+def _floor(
+    reps: list[tuple[InferenceOption, cp_model.IntVar]],
+    costs: list[int],
+    pers: list[int],
+    per_domain: list[int],
+    need: int,
+    spare: int,
+    name: str,
+) -> int | None:
+    """The least cost of a service's GPUs served alone (its proven bound), kept for the process:
+    what-if variants that change neither its demand nor its prices ask the same question."""
+    uppers = [upper(r) for _, r in reps]
+    pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
+    key = (pools, tuple(costs), tuple(uppers), tuple(pers), tuple(per_domain), need, spare)
+    if key in _FLOORS:
+        return _FLOORS[key]
+    alone = cp_model.CpModel()
+    rs = [alone.new_int_var(0, top, "r") for top in uppers]
+    triples = list(zip(reps, rs, pers, strict=True))
+    capacity = sum(per * r for _, r, per in triples)
+    alone.add(capacity >= need)
+    if spare:
+        _domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)
+    alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_deterministic_time = 0.5
+    status = solver.solve(alone)
+    found = math.floor(solver.best_objective_bound) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    if len(_FLOORS) > 10_000:
+        _FLOORS.clear()
+    _FLOORS[key] = found
+    return found

@@ -12,7 +12,7 @@ from dataclasses import replace
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.dominance import prune_training
-from planner.options.inference import inference_options
+from planner.options.parallel import service_options
 from planner.options.pools import RELAXABLE_BOUNDS, pool_limit
 from planner.options.rentals import add_rentals
 from planner.options.training import topological, training_options
@@ -54,7 +54,7 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
         for job, wo in zip(problem.training, out, strict=True):
             in_chain = job.name.lower() in dependents or bool(job.after)
             wo.training = prune_training(wo.training, problem, catalog, in_chain, shared)
-    out += [inference_options(svc, catalog, limit) for svc in problem.inference]
+    out += service_options(list(problem.inference), catalog, limit)
     _on_training_pools(problem, out)
     if problem.finance.rent != "none":
         for wo in out:

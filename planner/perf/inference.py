@@ -178,6 +178,23 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
     return est
 
 
+def cached_keys() -> set[tuple[object, ...]]:
+    return set(_CACHE)
+
+
+def cached_since(before: set[tuple[object, ...]]) -> dict[tuple[object, ...], InferenceEstimate]:
+    """The estimates made since ``cached_keys()`` returned ``before`` (a worker's, for its parent)."""
+    return {k: v for k, v in _CACHE.items() if k not in before}
+
+
+def remember(made: dict[tuple[object, ...], InferenceEstimate]) -> None:
+    """Keep estimates another process made (they are the same pure function's answers)."""
+    for key, est in made.items():
+        _CACHE[key] = est
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+
+
 def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
     compute = compute_precision(q.gpu, q.precision)
     if compute is None:

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from planner.fabric import scaling_factor
 from planner.perf.interruptions import interruptions
@@ -135,7 +135,27 @@ def scaling(q: TrainingQuery, t: TrainingAssumptions) -> float:
     return share
 
 
+_CACHE: dict[tuple[object, ...], TrainingEstimate] = {}
+_CACHE_SIZE = 200_000
+
+
 def estimate_training(
+    q: TrainingQuery, gen: GenerationEfficiency, t: TrainingAssumptions, memory_reserve: float
+) -> TrainingEstimate:
+    """One job on ``q.gpus`` GPUs (a pure function of its arguments: kept for the process, as
+    ``perf.inference`` keeps its own, so what-if variants do not size the same jobs again)."""
+    fixed = tuple(getattr(q, f.name) for f in fields(q) if f.name not in ("gpu", "fabric"))  # those do not hash
+    fabric = q.fabric.model_dump_json() if q.fabric is not None else ""
+    key = (*fixed, q.gpu.model_dump_json(), fabric, gen.model_dump_json(), t.model_dump_json(), memory_reserve)
+    found = _CACHE.get(key)
+    if found is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        found = _CACHE[key] = _estimate_training(q, gen, t, memory_reserve)
+    return found
+
+
+def _estimate_training(
     q: TrainingQuery, gen: GenerationEfficiency, t: TrainingAssumptions, memory_reserve: float
 ) -> TrainingEstimate:
     chosen = precision_mfu(q.gpu, gen, q.precision)

@@ -1,0 +1,59 @@
+"""Service options from worker processes: the same options, in the same order, as one
+process's, and the parent keeps the workers' estimates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planner.catalog import load_catalog
+from planner.io.problem_io import loads_problem
+from planner.options import parallel
+from planner.options.build import build_options
+from planner.perf import inference as perf_inference
+
+PROBLEM = """
+name: many
+inference:
+  - {name: s0, model: llama-3.1-8b, requests_per_s: 5, input_tokens: 512,
+     output_tokens: 200, ttft_ms: 2000, tpot_ms: 80}
+  - {name: s1, model: llama-3.1-8b, requests_per_s: 12, input_tokens: 2048,
+     output_tokens: 200, ttft_ms: 2000, tpot_ms: 80}
+  - {name: s2, model: qwen2.5-7b, requests_per_s: 3, input_tokens: 1024,
+     output_tokens: 200, ttft_ms: 2000, tpot_ms: 80}
+"""
+
+
+def _fingerprint(options: list[Any]) -> list[tuple[Any, ...]]:
+    return [
+        (wo.name, o.pool, o.precision, o.gpus_per_replica, o.attention_dp, o.rps_per_replica, o.estimate.tpot_p99_ms)
+        for wo in options
+        for o in wo.inference
+    ] + [(wo.name, r.gpu, r.server, r.reason) for wo in options for r in wo.rejected]
+
+
+def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = loads_problem(PROBLEM, "many.yaml").problem
+    catalog = load_catalog()
+    monkeypatch.setattr(perf_inference, "_CACHE", type(perf_inference._CACHE)())
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
+    alone = build_options(problem, catalog)
+
+    calls: list[int] = []
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(perf_inference, "_CACHE", type(perf_inference._CACHE)())  # the workers estimate anew
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 2)
+    from planner import executors
+
+    mapped = executors.map_ordered
+
+    def spy(fn, jobs, workers=1, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(workers)
+        return mapped(fn, jobs, workers, *args, **kwargs)
+
+    monkeypatch.setattr(executors, "map_ordered", spy)
+    together = build_options(problem, catalog)
+    assert calls and calls[0] >= 2  # the workers ran
+    assert _fingerprint(together) == _fingerprint(alone)
+    assert len(perf_inference._CACHE) > 0  # the parent kept what the workers estimated
