@@ -17,6 +17,7 @@ import pytest
 
 from planner.bom import PoolKey, pool_spec, servers_per_rack
 from planner.catalog import Catalog, load_catalog
+from planner.context import Context
 from planner.domains import Group, place, replicas_per_domain
 from planner.io.problem_io import load_problem, loads_problem
 from planner.pipeline import plan_context, prepare
@@ -89,11 +90,15 @@ def test_example_plans_survive_their_worst_server_under_any_placement(name: str)
     assert _check_survives(ctx.problem, ctx.catalog, plan) >= 1
 
 
+def _copy_of(name: str) -> tuple[Context, Plan]:
+    """An example's context and a copy of its plan to tamper with."""
+    return prepare(load_problem(PROBLEMS / name)), example_plan(name).model_copy(deep=True)
+
+
 def test_the_verifier_rejects_spares_counted_as_replicas() -> None:
     """The old rule (one replica beyond the demand) does not survive a server of several."""
     name = "startup.yaml"
-    ctx = prepare(load_problem(PROBLEMS / name))
-    plan = example_plan(name).model_copy(deep=True)
+    ctx, plan = _copy_of(name)
     row = plan.inference[0]
     rep = max(row.replicas, key=lambda r: r.per_domain)
     assert rep.per_domain > 1, "the example should hold several replicas per server"
@@ -107,8 +112,7 @@ def test_the_verifier_rejects_spares_counted_as_replicas() -> None:
 
 def test_the_verifier_rejects_an_understated_domain() -> None:
     name = "startup.yaml"
-    ctx = prepare(load_problem(PROBLEMS / name))
-    plan = example_plan(name).model_copy(deep=True)
+    ctx, plan = _copy_of(name)
     rep = max(plan.inference[0].replicas, key=lambda r: r.per_domain)
     rep.per_domain = 1
     errs = verify(ctx.problem, ctx.catalog, plan)
@@ -117,8 +121,7 @@ def test_the_verifier_rejects_an_understated_domain() -> None:
 
 def test_the_verifier_rejects_a_domain_loss_the_replicas_do_not_add_up_to() -> None:
     name = "startup.yaml"
-    ctx = prepare(load_problem(PROBLEMS / name))
-    plan = example_plan(name).model_copy(deep=True)
+    ctx, plan = _copy_of(name)
     row = plan.inference[0]
     assert row.domain_loss_rps == pytest.approx(max(r.per_domain * r.rps_per_replica for r in row.replicas), abs=1e-3)
     row.domain_loss_rps /= 2
@@ -128,8 +131,7 @@ def test_the_verifier_rejects_a_domain_loss_the_replicas_do_not_add_up_to() -> N
 
 def test_a_mix_kind_short_of_its_own_spares_is_rejected() -> None:
     name = "chat-mix.yaml"
-    ctx = prepare(load_problem(PROBLEMS / name))
-    plan = example_plan(name).model_copy(deep=True)
+    ctx, plan = _copy_of(name)
     assert plan.verification == []
     rep = plan.inference[0].replicas[0]
     rep.count -= 1

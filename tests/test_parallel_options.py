@@ -12,6 +12,7 @@ from planner.io.problem_io import loads_problem
 from planner.options import parallel
 from planner.options.build import build_options
 from planner.perf import inference as perf_inference
+from planner.perf.memo import Memo
 
 PROBLEM = """
 name: many
@@ -36,13 +37,13 @@ def _fingerprint(options: list[Any]) -> list[tuple[Any, ...]]:
 def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = loads_problem(PROBLEM, "many.yaml").problem
     catalog = load_catalog()
-    monkeypatch.setattr(perf_inference, "_CACHE", type(perf_inference._CACHE)())
+    monkeypatch.setattr(perf_inference, "KEPT", Memo())
     monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
     alone = build_options(problem, catalog)
 
     calls: list[int] = []
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(perf_inference, "_CACHE", type(perf_inference._CACHE)())  # the workers estimate anew
+    monkeypatch.setattr(perf_inference, "KEPT", Memo())  # the workers estimate anew
     monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 2)
     from planner import executors
 
@@ -56,4 +57,4 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     together = build_options(problem, catalog)
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)
-    assert len(perf_inference._CACHE) > 0  # the parent kept what the workers estimated
+    assert len(perf_inference.KEPT) > 0  # the parent kept what the workers estimated

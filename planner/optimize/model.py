@@ -26,7 +26,7 @@ from planner.limits.table import every_limit
 from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.serving import service_floors, serving
-from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share
+from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share, share_by_year
 from planner.options.types import TrainingOption, WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import InferenceService, Problem
@@ -175,23 +175,10 @@ def _gpu_use(b: Built, problem: Problem) -> None:
             m.add(free == gps * p.servers - sum(serve[key][0])).with_name(f"gpus[{key.label()}]")
             share(m, free, items[key], waits, key.label())
             continue
-        # Capacity changes by year: a fixed block per year takes away what that year lacks
-        # against the best year's free GPUs.
-        pairs = [run for item in items[key] for run in item.intervals(m, key.label())]
-        runs = [r for r, _ in pairs]
-        demands: list[cp_model.LinearExprT] = [d for _, d in pairs]
-        year = u.days_up(365)
-        for y in periods:
-            spare = gps * p.installed[y] - sum(serve[key][y])
-            m.add(spare >= 0).with_name(f"gpus[{key.label()}@{y}]")
-            m.add(free >= spare)
-            block = m.new_int_var(0, most, f"unavailable[{key.label()}@{y}]")
-            m.add(block == free - spare)
-            runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{key.label()}@{y}]"))
-            demands.append(block)
-        for item in items[key]:
-            m.add(item.held <= free)
-        m.add_cumulative(runs, demands, free)
+        spare = [gps * p.installed[y] - sum(serve[key][y]) for y in periods]
+        for y, free_in_year in enumerate(spare):
+            m.add(free_in_year >= 0).with_name(f"gpus[{key.label()}@{y}]")
+        share_by_year(m, free, items[key], spare, key.label())
 
 
 def _service_window(b: Built, problem: Problem, svc: InferenceService) -> tuple[cp_model.IntervalVar, int, int]:

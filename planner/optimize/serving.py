@@ -16,6 +16,7 @@ from planner.finance import Rates
 from planner.optimize.built import Built, Expr, upper
 from planner.optimize.costs import rent_pv_usd
 from planner.options.types import InferenceOption, WorkloadOptions
+from planner.perf.memo import Memo
 from planner.pricing import pool_pue, server_unit_tco_usd
 from planner.schema.problem import InferenceService, Problem
 
@@ -308,7 +309,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
             )
 
 
-_FLOORS: dict[tuple[object, ...], int | None] = {}
+_FLOORS: Memo[int | None] = Memo(10_000)
 
 
 def _floor(
@@ -325,8 +326,19 @@ def _floor(
     uppers = [upper(r) for _, r in reps]
     pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
     key = (pools, tuple(costs), tuple(uppers), tuple(pers), tuple(per_domain), need, spare)
-    if key in _FLOORS:
-        return _FLOORS[key]
+    return _FLOORS.get(key, lambda: _solve_floor(reps, uppers, costs, pers, per_domain, need, spare, name))
+
+
+def _solve_floor(
+    reps: list[tuple[InferenceOption, cp_model.IntVar]],
+    uppers: list[int],
+    costs: list[int],
+    pers: list[int],
+    per_domain: list[int],
+    need: int,
+    spare: int,
+    name: str,
+) -> int | None:
     alone = cp_model.CpModel()
     rs = [alone.new_int_var(0, top, "r") for top in uppers]
     triples = list(zip(reps, rs, pers, strict=True))
@@ -339,8 +351,4 @@ def _floor(
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = 0.5
     status = solver.solve(alone)
-    found = math.floor(solver.best_objective_bound) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    if len(_FLOORS) > 10_000:
-        _FLOORS.clear()
-    _FLOORS[key] = found
-    return found
+    return math.floor(solver.best_objective_bound) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None

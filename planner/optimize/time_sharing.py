@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from planner import units as u
-from planner.optimize.built import Built, Expr
+from planner.optimize.built import Built, Expr, upper
 from planner.options.types import TrainingOption
 from planner.schema.problem import Problem
 
@@ -135,3 +135,23 @@ def share(
         span = max(i.latest for i in group) - min(i.earliest for i in group)
         if all(i.energy is not None for i in group) and span < INF // 2:
             m.add(sum(i.energy for i in group if i.energy is not None) <= span * free)
+
+
+def share_by_year(m: cp_model.CpModel, free: cp_model.IntVar, items: list[Item], spare: list[Expr], label: str) -> None:
+    """Multi-year pools: the GPUs services leave free change by year (``spare``), so one
+    cumulative holds every item, and a fixed block per year takes away what that year lacks
+    against ``free``, the best year's."""
+    most = upper(free)
+    pairs = [run for item in items for run in item.intervals(m, label)]
+    runs = [r for r, _ in pairs]
+    demands: list[cp_model.LinearExprT] = [d for _, d in pairs]
+    year = u.days_up(365)
+    for y, free_in_year in enumerate(spare):
+        m.add(free >= free_in_year)
+        block = m.new_int_var(0, most, f"unavailable[{label}@{y}]")
+        m.add(block == free - free_in_year)
+        runs.append(m.new_fixed_size_interval_var(y * year, year, f"year[{label}@{y}]"))
+        demands.append(block)
+    for item in items:
+        m.add(item.held <= free)
+    m.add_cumulative(runs, demands, free)

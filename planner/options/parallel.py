@@ -38,13 +38,13 @@ def service_options(services: list[InferenceService], catalog: Catalog, limit: P
     for w, (options, made) in enumerate(done):
         for i, wo in enumerate(options):
             out[w + i * workers] = wo
-        perf_inference.remember(made)
+        perf_inference.KEPT.remember(made)
     assert all(wo is not None for wo in out)
     return [wo for wo in out if wo is not None]
 
 
 def _options_of(job: tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]]]) -> tuple[Any, Any]:
     services, catalog, limits = job
-    before = perf_inference.cached_keys()
+    before = perf_inference.KEPT.keys()
     options = [inference_options(svc, catalog, limits.__getitem__) for svc in services]
-    return options, perf_inference.cached_since(before)
+    return options, perf_inference.KEPT.since(before)

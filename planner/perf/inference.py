@@ -22,13 +22,12 @@ The model (see shared/design/modelling.md):
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from dataclasses import fields
 
 from planner import units as u
 from planner.perf.engine import Engine, EngineLimits, IterationCost
 from planner.perf.inference_types import Footprint, InferenceEstimate, InferenceQuery, weights_of
 from planner.perf.load import Latency, Load
+from planner.perf.memo import Memo, query_key
 from planner.perf.precision import compute_precision, kv_bytes
 from planner.schema.efficiency import GenerationEfficiency, ServingAssumptions
 
@@ -157,42 +156,14 @@ class _Replica:
         return self.iteration_s(batch) * (1 + spread)
 
 
-_CACHE: OrderedDict[tuple[object, ...], InferenceEstimate] = OrderedDict()
-_CACHE_SIZE = 50_000
+KEPT: Memo[InferenceEstimate] = Memo(50_000)
 
 
 def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
     """What one replica of ``q`` does (a pure function of its arguments: the answers of this
     process are kept, so what-if variants, explanation re-solves and repeated plans of the same
     problem do not estimate the same replica again)."""
-    fixed = tuple(getattr(q, f.name) for f in fields(q) if f.name != "gpu")  # a Gpu does not hash
-    key = (*fixed, q.gpu.model_dump_json(), gen.model_dump_json(), serving.model_dump_json())
-    found = _CACHE.get(key)
-    if found is not None:
-        _CACHE.move_to_end(key)
-        return found
-    est = _estimate(q, gen, serving)
-    _CACHE[key] = est
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return est
-
-
-def cached_keys() -> set[tuple[object, ...]]:
-    return set(_CACHE)
-
-
-def cached_since(before: set[tuple[object, ...]]) -> dict[tuple[object, ...], InferenceEstimate]:
-    """The estimates made since ``cached_keys()`` returned ``before`` (a worker's, for its parent)."""
-    return {k: v for k, v in _CACHE.items() if k not in before}
-
-
-def remember(made: dict[tuple[object, ...], InferenceEstimate]) -> None:
-    """Keep estimates another process made (they are the same pure function's answers)."""
-    for key, est in made.items():
-        _CACHE[key] = est
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    return KEPT.get(query_key(q, gen, serving), lambda: _estimate(q, gen, serving))
 
 
 def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:

@@ -16,10 +16,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from planner.fabric import scaling_factor
 from planner.perf.interruptions import interruptions
+from planner.perf.memo import Memo, query_key
 from planner.perf.shapes import ModelShape
 from planner.schema.catalog import Gpu, Precision, is_precision
 from planner.schema.efficiency import GenerationEfficiency, TrainingAssumptions
@@ -135,8 +136,7 @@ def scaling(q: TrainingQuery, t: TrainingAssumptions) -> float:
     return share
 
 
-_CACHE: dict[tuple[object, ...], TrainingEstimate] = {}
-_CACHE_SIZE = 200_000
+KEPT: Memo[TrainingEstimate] = Memo(200_000)
 
 
 def estimate_training(
@@ -144,15 +144,7 @@ def estimate_training(
 ) -> TrainingEstimate:
     """One job on ``q.gpus`` GPUs (a pure function of its arguments: kept for the process, as
     ``perf.inference`` keeps its own, so what-if variants do not size the same jobs again)."""
-    fixed = tuple(getattr(q, f.name) for f in fields(q) if f.name not in ("gpu", "fabric"))  # those do not hash
-    fabric = q.fabric.model_dump_json() if q.fabric is not None else ""
-    key = (*fixed, q.gpu.model_dump_json(), fabric, gen.model_dump_json(), t.model_dump_json(), memory_reserve)
-    found = _CACHE.get(key)
-    if found is None:
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.clear()
-        found = _CACHE[key] = _estimate_training(q, gen, t, memory_reserve)
-    return found
+    return KEPT.get(query_key(q, gen, t, memory_reserve), lambda: _estimate_training(q, gen, t, memory_reserve))
 
 
 def _estimate_training(

@@ -1,0 +1,60 @@
+"""A pure estimate's answers, kept for the process.
+
+The performance model's estimates are pure functions of a query (a frozen dataclass) and
+the catalog's assumptions, and what-if variants, explanation re-solves and repeated plans ask
+the same ones again. Catalog records (pydantic models) do not hash: they enter a key as their
+JSON, so an edited record is a new question.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T")
+Key = tuple[object, ...]
+
+
+def query_key(query: Any, *extras: object) -> Key:
+    """A hashable key for a dataclass query and the other arguments of an estimate."""
+    values = [getattr(query, f.name) for f in fields(query)] + list(extras)
+    return tuple(v.model_dump_json() if isinstance(v, BaseModel) else v for v in values)
+
+
+class Memo(Generic[T]):
+    """Answers by key, the least recently used dropped beyond ``size``."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self.size = size
+        self._kept: OrderedDict[Key, T] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: Key, compute: Callable[[], T]) -> T:
+        if key in self._kept:
+            self._kept.move_to_end(key)
+            return self._kept[key]
+        found = self._kept[key] = compute()
+        self._trim()
+        return found
+
+    def keys(self) -> set[Key]:
+        return set(self._kept)
+
+    def since(self, before: set[Key]) -> dict[Key, T]:
+        """The answers made since ``keys()`` returned ``before`` (a worker's, for its parent)."""
+        return {k: v for k, v in self._kept.items() if k not in before}
+
+    def remember(self, made: dict[Key, T]) -> None:
+        """Keep answers another process made (the same pure function's)."""
+        self._kept.update(made)
+        self._trim()
+
+    def _trim(self) -> None:
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
