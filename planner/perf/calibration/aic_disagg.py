@@ -548,6 +548,8 @@ def markdown(report: DisaggReport, command: str, day: datetime.date, findings: s
         "",
         RULES.strip(),
         "",
+        "The closed loop (`closed_loop` in `planner/perf/calibration/aic_disagg.py`):",
+        "",
         (__doc__ or "").split("\n\n", 2)[2].split("\n\nNothing")[0].strip(),
     ]
     if report.notes:
