@@ -33,6 +33,7 @@ inference:
     requests_per_s: {rps}
     ttft_ms: 3000
     tpot_ms: 60
+    disaggregation: never  # one pool of racks: the rack power rule, not a second (fabric) pool
 """
 
 

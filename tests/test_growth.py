@@ -35,6 +35,7 @@ inference:
     output_tokens: 250
     ttft_ms: 1000
     tpot_ms: 40
+    disaggregation: never  # one L40S prefill + one decode serve all three years' demand: no phasing left to test
 """
 
 

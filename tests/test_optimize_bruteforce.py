@@ -3,7 +3,9 @@
 Both sides work from the same options (the physics is tested elsewhere); the
 enumeration prices every candidate independently of the CP-SAT model: servers
 from GPU counts, racks from the fit rule, the network from the port count (and, on a
-rail-optimised fabric, the ports per rail), money from finance.summarize.
+rail-optimised fabric, the ports per rail), money from finance.summarize. Disaggregated
+prefill and decode kinds among the options are enumerated too: a KV group serves the smaller of
+its phases' capacities, and a fabric pool holds at least the servers whose NICs carry its caches.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def _brute_force(ctx: Context) -> float | None:
     job_choices = list(itertools.product(*[w.training for w in jobs])) if jobs else [()]
     best = None
     for counts in itertools.product(*ranges):
-        cap = sum(c * r for c, r in zip(counts, per, strict=True))
+        cap = _capacity(svc.inference, counts, per)
         if cap < need:
             continue
         if spec.spare_replicas and not _survives_a_server(svc.inference, counts, per, units, need):
@@ -109,10 +111,41 @@ def _brute_force(ctx: Context) -> float | None:
                 gpus[o.pool] += c * o.gpus_per_replica
             for o in picks:
                 gpus[o.pool] += o.held_gpus  # the job's GPUs and its hot spares
-            tco = _price(ctx, gpus, rates)
+            tco = _price(ctx, gpus, rates, _nic_servers(ctx, svc.inference, counts))
             if tco is not None and (best is None or tco < best):
                 best = tco
     return best
+
+
+def _capacity(options, counts, per) -> int:
+    """Aggregated replicas each serve their own rate; a disaggregated KV group serves as much
+    as the smaller of its prefill and its decode replicas."""
+    total = 0
+    groups: dict = defaultdict(lambda: {"prefill": 0, "decode": 0})
+    for o, c, r in zip(options, counts, per, strict=True):
+        if o.mode == "aggregated":
+            total += c * r
+        else:
+            groups[o.kv_group][o.mode] += c * r
+    return total + sum(min(g.values()) for g in groups.values())
+
+
+def _nic_servers(ctx: Context, options, counts) -> dict:
+    """Servers a fabric pool needs for the KV caches its prefill replicas send (or its decode
+    replicas take in) at their planning rate, at the fabric's link efficiency."""
+    out: dict = defaultdict(lambda: {"prefill": 0.0, "decode": 0.0})
+    for o, c in zip(options, counts, strict=True):
+        if o.mode != "aggregated" and o.pool.fabric != "none":
+            out[o.pool][o.mode] += c * math.ceil(o.rps_per_replica * o.kv_gb_per_request * 1000)
+    need = {}
+    for key, sides in out.items():
+        s = pool_spec(ctx.catalog, key)
+        fabric = ctx.catalog.fabrics[key.fabric]
+        per_server = math.floor(
+            s.nics_per_server * fabric.link_gbit_per_s / 8 * ctx.catalog.efficiency.serving.link_eff * 1000
+        )
+        need[key] = max(math.ceil(v / per_server) for v in sides.values())
+    return need
 
 
 def _unit_gpus(ctx: Context, o) -> int:
@@ -144,7 +177,7 @@ def _survives_a_server(options, counts, per, units, need) -> bool:
     return cap - max(lost, default=0) >= need
 
 
-def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
+def _price(ctx: Context, gpus: dict, rates: Rates, least_servers: dict | None = None) -> float | None:
     p, catalog = ctx.problem, ctx.catalog
     items: list[LineItem] = []
     racks = 0
@@ -155,7 +188,7 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         if n_gpus == 0:
             continue
         s = pool_spec(catalog, key)
-        n = math.ceil(n_gpus / s.gpus_per_server)
+        n = max(math.ceil(n_gpus / s.gpus_per_server), (least_servers or {}).get(key, 0))
         if n > pool_limit(p, catalog, key)[0]:
             return None
         fit = servers_per_rack(s, p.site)
@@ -176,7 +209,7 @@ def _price(ctx: Context, gpus: dict, rates: Rates) -> float | None:
         it_w += net.switches * f.switch_power_w
     # front-end Ethernet for every racked server, and the jobs' storage (planner.frontend's rules)
     racked = sum(
-        math.ceil(n / pool_spec(catalog, key).gpus_per_server)
+        max(math.ceil(n / pool_spec(catalog, key).gpus_per_server), (least_servers or {}).get(key, 0))
         for key, n in gpus.items()
         if n and catalog.servers[key.server].needs_rack
     )

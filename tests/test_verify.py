@@ -208,6 +208,7 @@ inference:
     output_tokens: 250
     ttft_ms: 1000
     tpot_ms: 40
+    disaggregation: never  # split, one L40S prefill + one decode serve every year: nothing bought later
 """
 
 # Everything rented: a short job on demand, the service at a quoted hourly price (tests/test_rent.py).

@@ -11,8 +11,19 @@ from planner import limits
 from planner import units as u
 from planner.domains import claimed_loss_rps
 from planner.limits.base import Measured
-from planner.schema.plan import InferenceRow, Plan
+from planner.schema.plan import InferenceRow, Plan, ReplicaRow
 from planner.schema.problem import Problem
+
+
+def capacity_rps(replicas: list[ReplicaRow]) -> float:
+    """Requests/s the replicas serve: aggregated ones each their own; prefill and decode
+    replicas of a disaggregated KV group together, as much as the smaller phase serves."""
+    total = sum(r.count * r.rps_per_replica for r in replicas if r.mode == "aggregated")
+    groups: dict[str, dict[str, float]] = defaultdict(lambda: {"prefill": 0.0, "decode": 0.0})
+    for r in replicas:
+        if r.mode != "aggregated":
+            groups[r.kv_group][r.mode] += r.count * r.rps_per_replica
+    return total + sum(min(phases.values()) for phases in groups.values())
 
 
 def carried_rps(row: InferenceRow, spare_share: float, mix: bool) -> float:
@@ -23,7 +34,7 @@ def carried_rps(row: InferenceRow, spare_share: float, mix: bool) -> float:
     spare_replicas times, over ``1 + min_spare_share`` (as the model holds it). A request-size
     mix holds each kind's spares beyond its own routed load, which the verifier checks; its
     capacity is the routed kinds' capacity."""
-    capacity = sum(r.count * r.rps_per_replica for r in row.replicas)
+    capacity = capacity_rps(row.replicas)
     if not mix:
         capacity -= row.spare_replicas * claimed_loss_rps(row.replicas)
     return capacity / (1 + spare_share)

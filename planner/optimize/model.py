@@ -25,6 +25,7 @@ from planner.frontend import storage_for
 from planner.limits.table import every_limit
 from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
+from planner.optimize.disagg import kv_nic_limits
 from planner.optimize.serving import service_floors, serving
 from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share, share_by_year
 from planner.options.types import TrainingOption, WorkloadOptions
@@ -49,6 +50,7 @@ def build(
     _pools(b, problem, catalog, workloads, relax)
     _training(b, problem, workloads)
     serving(b, problem, catalog, workloads, relax)
+    kv_nic_limits(b, catalog)
     _gpu_use(b, problem)
     gpu_type_flags(b)
     b.gpu_vendor = {g: catalog.gpus[g].vendor for g in b.gpu_type_used}

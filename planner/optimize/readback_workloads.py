@@ -3,8 +3,11 @@ and services (replica kinds, a mix's routing, a window), each figure as the mode
 
 from __future__ import annotations
 
+from typing import Any
+
 from planner import units as u
 from planner.domains import claimed_loss_rps
+from planner.limits.measure import capacity_rps
 from planner.optimize.built import Built
 from planner.optimize.solve import Solved
 from planner.options.types import InferenceOption
@@ -68,7 +71,6 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
             kinds = [(i, o, n) for i, o, n in kinds if n]
             routing = _routing(b, s, svc, kinds, y, required) if svc.mix is not None else []
             reps = []
-            capacity = 0.0
             per_domain = b.serve_rates[svc.name][3]
             for index, (i, o, n) in enumerate(kinds):
                 rps = (
@@ -76,7 +78,6 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     if svc.mix is not None
                     else u.rps_down(o.rps_per_replica) / u.RATE_PER_RPS
                 )
-                capacity += n * rps
                 e = o.estimate
                 reps.append(
                     ReplicaRow(
@@ -99,8 +100,16 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         source="measured" if o.measured else "model",
                         rented=o.rent_usd_per_gpu_hour is not None,
                         rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
+                        mode=o.mode,
+                        kv_group=o.kv_group,
+                        kv_link=str(e.factors.get("kv_link", "")) if o.disaggregated else "",
+                        kv_gb_per_request=round(o.kv_gb_per_request, 6),
+                        kv_transfer_ms=round(float(e.factors.get("kv_transfer_ms", 0.0)), 3)
+                        if o.mode == "prefill"
+                        else 0.0,
                     )
                 )
+            capacity = capacity_rps(reps)
             start, end = _window(b, s, svc, problem)
             rows.append(
                 InferenceRow(
@@ -116,9 +125,25 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                     start_day=start,
                     end_day=end,
                     routing=routing,
+                    **serving_mode(reps),
                 )
             )
     return rows
+
+
+def serving_mode(reps: list[ReplicaRow]) -> dict[str, Any]:
+    """A service's serving mode, the KV traffic its prefill replicas send at their planning
+    capacity (what the NIC limit holds), and its prefill : decode GPUs."""
+    split = [r for r in reps if r.mode != "aggregated"]
+    if not split:
+        return {}
+    kv = sum(r.count * r.rps_per_replica * r.kv_gb_per_request for r in split if r.mode == "prefill")
+    workers = {p: sum(r.count for r in split if r.mode == p) for p in ("prefill", "decode")}
+    return {
+        "serving_mode": "mixed" if len(split) < len(reps) else "disaggregated",
+        "kv_transfer_gb_per_s": round(kv, 3),
+        "prefill_decode_ratio": f"{workers['prefill']}:{workers['decode']}",
+    }
 
 
 def _routing(

@@ -15,6 +15,7 @@ from planner.domains import pool_replicas_per_domain
 from planner.finance import Rates
 from planner.optimize.built import Built, Expr, upper
 from planner.optimize.costs import rent_pv_usd
+from planner.optimize.disagg import group_flows
 from planner.options.types import InferenceOption, WorkloadOptions
 from planner.perf.memo import Memo
 from planner.pricing import pool_pue, server_unit_tco_usd
@@ -44,16 +45,22 @@ def serving(
             pers.append(per)
             qs.append(q)
         b.serve[w.name] = reps
+        split = any(o.disaggregated for o, _ in reps)
         b.serve_rates[w.name] = (needs[-1], svc.spare_replicas, pers, qs)
         name = f"service:{w.name}:rate"
         s = b.slacks.get(name, 0)
         b.capacity[w.name] = []
         for y, need in enumerate(needs):
-            year = [(o, rs[y], per) for (o, rs), per in zip(reps, pers, strict=True)]
-            capacity = sum(per * r for _, r, per in year)
+            every = [(o, rs[y], per) for (o, rs), per in zip(reps, pers, strict=True)]
+            year = [rep for rep in every if not rep[0].disaggregated]
+            flows, _ = group_flows(m, w.name, every, need, y) if split else (0, {})
+            capacity = sum(per * r for _, r, per in year) + flows
             b.capacity[w.name].append((capacity, need))  # the rate limit (planner.limits) holds it
-            if year and name not in relax:
+            if year and name not in relax and not split:
                 _cover_cuts(m, year, need, svc.spare_replicas, f"{w.name}@{y}")
+            elif split and name not in relax:
+                cover = sum(min(per, need) * r for _, r, per in year) + flows
+                m.add(cover >= need).with_name(f"service:{w.name}@{y}:cover")
             if svc.spare_replicas:
                 _domain_spare(m, year, qs, capacity + s, need, svc.spare_replicas, f"{w.name}@{y}")
 
@@ -325,7 +332,8 @@ def _floor(
     what-if variants that change neither its demand nor its prices ask the same question."""
     uppers = [upper(r) for _, r in reps]
     pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
-    key = (pools, tuple(costs), tuple(uppers), tuple(pers), tuple(per_domain), need, spare)
+    modes = tuple((o.mode, o.kv_group) for o, _ in reps)
+    key = (pools, modes, tuple(costs), tuple(uppers), tuple(pers), tuple(per_domain), need, spare)
     return _FLOORS.get(key, lambda: _solve_floor(reps, uppers, costs, pers, per_domain, need, spare, name))
 
 
@@ -342,7 +350,9 @@ def _solve_floor(
     alone = cp_model.CpModel()
     rs = [alone.new_int_var(0, top, "r") for top in uppers]
     triples = list(zip(reps, rs, pers, strict=True))
-    capacity = sum(per * r for _, r, per in triples)
+    # disaggregated phases serve in pairs: their KV groups' flows, as in the full model
+    flows, _ = group_flows(alone, name, [(o, r, per) for (o, _), r, per in triples], need, 0)
+    capacity = sum(per * r for (o, _), r, per in triples if not o.disaggregated) + flows
     alone.add(capacity >= need)
     if spare:
         _domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)

@@ -121,6 +121,16 @@ def groups(items: list[Item], waits: dict[str, set[str]]) -> list[list[Item]]:
     return list(out.values())
 
 
+def _affine(m: cp_model.CpModel, demand: Expr, free: cp_model.IntVar, label: str) -> cp_model.LinearExprT:
+    """A cumulative's demand must be affine (one variable): a service holding replicas of
+    several kinds in one pool (disaggregated phases, two sizes) holds their sum."""
+    if isinstance(demand, (int, cp_model.IntVar)):
+        return demand
+    held = m.new_int_var(0, upper(free), f"held[{label}]")
+    m.add(held == demand)
+    return held
+
+
 def share(
     m: cp_model.CpModel, free: cp_model.IntVar, items: list[Item], waits: dict[str, set[str]], label: str
 ) -> None:
@@ -131,7 +141,7 @@ def share(
         if len(group) == 1:
             continue
         runs = [run for item in group for run in item.intervals(m, label)]
-        m.add_cumulative([r for r, _ in runs], [d for _, d in runs], free)
+        m.add_cumulative([r for r, _ in runs], [_affine(m, d, free, label) for _, d in runs], free)
         span = max(i.latest for i in group) - min(i.earliest for i in group)
         if all(i.energy is not None for i in group) and span < INF // 2:
             m.add(sum(i.energy for i in group if i.energy is not None) <= span * free)
@@ -144,7 +154,7 @@ def share_by_year(m: cp_model.CpModel, free: cp_model.IntVar, items: list[Item],
     most = upper(free)
     pairs = [run for item in items for run in item.intervals(m, label)]
     runs = [r for r, _ in pairs]
-    demands: list[cp_model.LinearExprT] = [d for _, d in pairs]
+    demands: list[cp_model.LinearExprT] = [_affine(m, d, free, label) for _, d in pairs]
     year = u.days_up(365)
     for y, free_in_year in enumerate(spare):
         m.add(free >= free_in_year)

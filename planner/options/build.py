@@ -83,7 +83,7 @@ def _on_training_pools(problem: Problem, out: list[WorkloadOptions]) -> None:
         extra = [
             replace(o, pool=key)
             for o in wo.inference
-            if o.rent_usd_per_gpu_hour is None and o.pool.fabric == "none"
+            if o.rent_usd_per_gpu_hour is None and o.pool.fabric == "none" and not o.disaggregated
             for key in sorted(pools)
             if (key.server, key.gpu) == (o.pool.server, o.pool.gpu)
         ]

@@ -8,6 +8,7 @@ from collections.abc import Container
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
+from planner.options.disagg import offers_disaggregation, phase_options, screen
 from planner.options.types import InferenceOption, PoolLimit, Rejection, WorkloadOptions
 from planner.perf.inference import engine_for, estimate_inference, max_tp_candidates
 from planner.perf.inference_types import InferenceEstimate, InferenceQuery
@@ -51,8 +52,10 @@ def inference_options(
                 wo.inference.extend(_undominated(found))
                 continue
             found = _modelled_options(svc, catalog, chassis, gpu, key, measured, wo, wide_ep)
+            if svc.disaggregation == "always":
+                found = []
             for (gid, precision, n), entry in measured.items():
-                if gid != gpu_id:
+                if gid != gpu_id or svc.disaggregation == "always":
                     continue
                 reason = _measured_problem(svc, entry, n, sizes)
                 if reason:
@@ -60,6 +63,11 @@ def inference_options(
                 else:
                     found.append(InferenceOption(svc.name, key, precision, n, _measured_estimate(svc, entry), True))
             wo.inference.extend(_undominated(found))
+            if wo.shape is not None and offers_disaggregation(svc):
+                layouts = replica_layouts(chassis, gpu, wo.shape, wide_ep)
+                wo.inference += phase_options(svc, wo.shape, catalog, limit, layouts, chassis, gpu, wo)
+    if svc.disaggregation == "auto":
+        screen(wo, svc, catalog)
     if svc.generic and not wo.inference and not wo.rejected:
         wo.rejected.append(Rejection("-", "-", "no measured GPU is in the catalog after exclusions"))
     return wo

@@ -16,6 +16,7 @@ from typing import Any
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
+from planner.options.disagg import kv_routes
 from planner.options.inference import inference_options
 from planner.options.types import PoolLimit, WorkloadOptions
 from planner.perf import inference as perf_inference
@@ -31,6 +32,12 @@ def service_options(services: list[InferenceService], catalog: Catalog, limit: P
     from planner.executors import map_ordered
 
     keys = {PoolKey(chassis.id, gpu, "none") for chassis in catalog.servers.values() for gpu in chassis.gpus}
+    keys |= {  # the pools disaggregated phases may live on
+        key
+        for chassis in catalog.servers.values()
+        for gpu in chassis.gpus
+        for key, _, _ in kv_routes(catalog, chassis, catalog.gpus[gpu])
+    }
     limits = {key: limit(key) for key in keys}
     jobs = [(services[w::workers], catalog, limits) for w in range(workers)]
     done = map_ordered(_options_of, jobs, workers)

@@ -23,7 +23,8 @@ def add_rentals(wo: WorkloadOptions, catalog: Catalog, pricing: str) -> None:
         price = catalog.rent_usd_per_gpu_hour(o.gpu, pricing)
         # a cloud GPU is the same in any chassis: one rented twin per (GPU, precision, size)
         twin = (o.gpu, o.precision, o.gpus_per_replica)
-        if price is not None and o.rent_usd_per_gpu_hour is None and twin not in served:
+        # disaggregated phases are bought: a cloud's network between rented replicas is not modelled
+        if price is not None and o.rent_usd_per_gpu_hour is None and twin not in served and not o.disaggregated:
             served[twin] = replace(o, rent_usd_per_gpu_hour=price)
     wo.inference.extend(served.values())
     best: dict[tuple[str, int], TrainingOption] = {}

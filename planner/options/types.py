@@ -34,10 +34,20 @@ class InferenceOption:
     # other sizes lengthen its iterations; from the mix sharing a replica, planner.perf.load_mix);
     # 0: its buckets cannot share a replica within the targets; 1: no slowdown
     colocated_factor: float = 1.0
+    # aggregated (prefill and decode on the same replica), or one phase of a disaggregated
+    # deployment (planner.options.disagg): its replicas pair with the other phase's in the same
+    # KV group, and each request's prompt cache (kv_gb_per_request) crosses between them
+    mode: str = "aggregated"
+    kv_group: str = ""
+    kv_gb_per_request: float = 0.0
 
     @property
     def gpu(self) -> str:
         return self.pool.gpu
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.mode != "aggregated"
 
     @property
     def tensor_parallel(self) -> int:

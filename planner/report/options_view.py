@@ -25,6 +25,7 @@ def options_json(ctx: Context) -> dict[str, Any]:
                     "precision": o.precision,
                     "gpus_per_replica": o.gpus_per_replica,
                     "rps_per_replica": o.rps_per_replica,
+                    "mode": o.mode,
                     **{k: v for k, v in o.estimate.to_dict().items() if k != "reason"},
                 }
             )

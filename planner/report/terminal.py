@@ -126,15 +126,30 @@ def _runs(plan: Plan, console: Console) -> None:
                 t.add_row(
                     plain(s.name) if i == 0 else "",
                     *([str(s.year) if i == 0 else ""] if by_year else []),
-                    plain(f"{rep.count} x {rep.gpus_per_replica} {rep.gpu}" + (" rented" if rep.rented else "")),
+                    plain(
+                        f"{rep.count} x {rep.gpus_per_replica} {rep.gpu}"
+                        + (" rented" if rep.rented else "")
+                        + ("" if rep.mode == "aggregated" else f" {rep.mode}")
+                    ),
                     plain(rep.precision),
                     f"{rep.rps_per_replica:.2f}",
                     str(rep.batch),
-                    f"{rep.ttft_ms:.0f}",
-                    f"{rep.tpot_ms:.1f}",
+                    f"{rep.ttft_ms:.0f}" if rep.mode != "decode" else "-",
+                    f"{rep.tpot_ms:.1f}" if rep.mode != "prefill" else "-",
                     f"{s.capacity_rps:.1f} / {s.required_rps:g} rps (+{s.spare_replicas} spare)" if i == 0 else "",
                 )
         console.print(t)
+        for s in plan.inference:
+            if s.serving_mode != "aggregated":
+                console.print(
+                    plain(
+                        f"{s.name}{'' if s.year is None else f' (year {s.year})'}: {s.serving_mode} serving, "
+                        f"prefill : decode replicas {s.prefill_decode_ratio}, KV caches "
+                        f"{s.kv_transfer_gb_per_s:.2f} GB/s at the prefill replicas' capacity"
+                    )
+                )
+            if s.mode_reason:
+                console.print(plain(f"{s.name}: {s.mode_reason}"))
 
 
 def _purchase_years(plan: Plan, console: Console) -> None:

@@ -92,7 +92,10 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
         [
             "inference",
             s.name,
-            ", ".join(f"{r.count} x {r.gpus_per_replica} {r.gpu}" for r in s.replicas),
+            ", ".join(
+                f"{r.count} x {r.gpus_per_replica} {r.gpu}" + ("" if r.mode == "aggregated" else f" {r.mode}")
+                for r in s.replicas
+            ),
             None,
             s.cost_usd,
             s.cost_usd_per_million_tokens,

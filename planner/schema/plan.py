@@ -78,6 +78,13 @@ class ReplicaRow(Out):
     attention_dp: int = 1  # attention data-parallel groups (MoE wide expert parallelism); 1: plain TP
     fabric: str = "none"  # the pool's scale-out fabric: a training job's pool, when a service reuses it
     per_domain: int = 0  # the most of these replicas one failure domain (the service's spare_domain) holds
+    # aggregated | prefill | decode: a disaggregated service's prefill replicas hand each prompt's
+    # KV cache to decode replicas of the same kv_group, over kv_link (nvlink | nic)
+    mode: str = "aggregated"
+    kv_group: str = ""
+    kv_link: str = ""
+    kv_gb_per_request: float = 0.0
+    kv_transfer_ms: float = 0.0  # inside ttft_ms of a prefill row
 
 
 class RouteShare(Out):
@@ -115,6 +122,14 @@ class InferenceRow(Out):
     routing: list[BucketRoute] = Field(default_factory=list)  # a request-size mix: bucket -> replica kinds
     cost_usd: float = 0.0  # its GPUs' share of their pools' TCO over the horizon
     cost_usd_per_million_tokens: float | None = None  # per million output tokens at the average load
+    serving_mode: str = "aggregated"  # aggregated | disaggregated | mixed (both kinds of replicas)
+    # disaggregated: the KV caches the prefill replicas send at their planning capacity (what
+    # the NICs are sized for), and prefill : decode GPUs
+    kv_transfer_gb_per_s: float = 0.0
+    prefill_decode_ratio: str | None = None
+    # why this serving mode (with --explain: the cost of the best plan of the other mode)
+    mode_reason: str | None = None
+    other_mode_tco_usd: float | None = None
 
 
 class ConstraintRow(Out):

@@ -233,6 +233,11 @@ class InferenceService(Strict):
         le=100,
         description="demand growth per year (0.5: +50% a year); hardware is then bought by year",
     )
+    disaggregation: Literal["auto", "never", "always"] = Field(
+        default="auto",
+        description="prefill and decode on separate replicas (possibly of different GPUs, the KV cache moved "
+        "over NVLink or the NICs): auto lets the planner choose per service, never and always force it",
+    )
     requests_per_s_by_year: list[float] | None = Field(
         default=None,
         min_length=1,
@@ -262,6 +267,17 @@ class InferenceService(Strict):
             raise ValueError(f"start_day {self.start_day:g} must come before end_day {self.end_day:g}")
         if self.growth_per_year is not None and self.requests_per_s_by_year is not None:
             raise ValueError("give growth_per_year or requests_per_s_by_year, not both")
+        if self.disaggregation == "always":
+            if self.model is None:
+                raise ValueError(
+                    "disaggregation: always needs a `model` (a generic service has measured replicas only)"
+                )
+            for key, given in (("mix", self.mix is not None), ("spare_replicas", bool(self.spare_replicas))):
+                if given:
+                    raise ValueError(
+                        f"disaggregation: always cannot be combined with `{key}` (not modelled for disaggregated "
+                        "serving yet); use disaggregation: auto or never"
+                    )
         for rate in self.requests_per_s_by_year or []:
             if not (0 < rate <= 1e7):
                 raise ValueError(f"requests_per_s_by_year values must be in (0, 1e7], got {rate}")

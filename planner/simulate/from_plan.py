@@ -73,6 +73,10 @@ def service_specs(plan: Plan, loaded: LoadedProblem, catalog: Catalog) -> list[S
             out.append(Skipped(svc.name, "a generic service (no model): planned from measurements alone"))
             continue
         row = max(rows, key=lambda r: (r.required_rps, r.year or 0))
+        if any(r.mode != "aggregated" for r in row.replicas):
+            why = "disaggregated prefill and decode: the simulator runs aggregated replicas (the phase model holds it)"
+            out.append(Skipped(svc.name, why))
+            continue
         out.append(_spec(svc, row, loaded, catalog))
     return out
 

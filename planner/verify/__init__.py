@@ -16,6 +16,7 @@ from planner.limits.table import every_limit, row_limit
 from planner.schema.plan import Plan
 from planner.schema.problem import Problem
 from planner.verify.common import REL, TOL_USD
+from planner.verify.disagg import check_kv_links
 from planner.verify.hardware import check_finance, check_gpu_usage, check_hardware
 from planner.verify.workloads import check_inference, check_training
 
@@ -29,6 +30,7 @@ def verify(problem: Problem, catalog: Catalog, plan: Plan) -> list[str]:
     check_gpu_usage(problem, catalog, plan, errs)
     check_training(problem, catalog, plan, errs, m)
     check_inference(problem, catalog, plan, errs, m)
+    check_kv_links(catalog, plan, errs)
     check_finance(plan, errs)
     for fam in limits.FAMILIES:  # quantities of families that Measured has no field for
         fam.recompute(problem, catalog, plan, m)

@@ -6,6 +6,7 @@ whose spares do not survive a failure is caught whatever its rows claim."""
 from __future__ import annotations
 
 from planner.domains import Lost, claimed_loss_rps, worst_loss_rps
+from planner.limits.measure import capacity_rps
 from planner.schema.plan import InferenceRow
 from planner.schema.problem import InferenceService
 
@@ -36,7 +37,7 @@ def check_domains_down(
     svc: InferenceService, row: InferenceRow, need: float, units: list[Lost], errs: list[str]
 ) -> None:
     """The service's rate with its ``spare_replicas`` worst domains of the placement down."""
-    left = sum(r.count * r.rps_per_replica for r in row.replicas) - worst_loss_rps(row, units, svc.spare_replicas)
+    left = capacity_rps(row.replicas) - worst_loss_rps(row, units, svc.spare_replicas)
     if svc.spare_replicas and left + 1e-3 < need * (1 + svc.min_spare_share):
         errs.append(
             f"service {svc.name}{_year(row)}: {left:.3f} rps left with {svc.spare_replicas} "

@@ -18,6 +18,7 @@ from planner.perf.shapes import shape_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow, TrainingRow
 from planner.schema.problem import InferenceService, MixBucket, Problem, TrainingJob
 from planner.verify.common import REL
+from planner.verify.disagg import check_phase
 from planner.verify.domains import check_claims, check_domains_down
 
 
@@ -93,6 +94,8 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 why, p99 = (
                     _check_measured(svc, rep, catalog)
                     if rep.source == "measured"
+                    else check_phase(svc, rep, catalog)
+                    if rep.mode != "aggregated"
                     else _check_modelled(svc, rep, catalog)
                 )
                 if why:
