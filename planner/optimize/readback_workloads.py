@@ -99,6 +99,9 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         source="measured" if o.measured else "model",
                         rented=o.rent_usd_per_gpu_hour is not None,
                         rent_usd_per_gpu_hour=o.rent_usd_per_gpu_hour,
+                        speculation_tokens_per_step=(
+                            round(o.speculation.tokens_per_step, 4) if o.speculation else None
+                        ),
                     )
                 )
             start, end = _window(b, s, svc, problem)

@@ -78,6 +78,8 @@ class ReplicaRow(Out):
     attention_dp: int = 1  # attention data-parallel groups (MoE wide expert parallelism); 1: plain TP
     fabric: str = "none"  # the pool's scale-out fabric: a training job's pool, when a service reuses it
     per_domain: int = 0  # the most of these replicas one failure domain (the service's spare_domain) holds
+    # speculative decoding (the service's `speculative`): tokens a step yields on average; None: none
+    speculation_tokens_per_step: float | None = None
 
 
 class RouteShare(Out):
