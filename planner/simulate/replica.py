@@ -49,8 +49,8 @@ _IDLE, _GENERAL, _STRETCH = 0, 1, 2
 
 def _growth(engine: Engine) -> float:
     """Context tokens a decoding sequence adds per iteration: 1 (an int, so contexts stay whole
-    numbers), or a speculative step's mean yield."""
-    per_step = engine.cost.tokens_per_step
+    numbers), or a speculative step's mean yield (a cost without the figure: one token)."""
+    per_step = getattr(engine.cost, "tokens_per_step", 1.0)
     return 1 if per_step == 1.0 else per_step
 
 
