@@ -117,7 +117,7 @@ def test_the_light_loop_follows_a_hand_calculation(rows: dict[str, dict[str, str
     work = prefill_work(ep, 1024)
     load = DecodeLoad(ed, 1024, 1024)
     gb = kv_gb_per_request(qp, serving)
-    kv_s = 20e-6 + gb / (900 * serving.link_eff)  # NVLink latency + one GPU's share at link_eff
+    kv_s = serving.disagg_handoff_ms / 1000 + 20e-6 + gb / (900 * serving.link_eff)  # hand-off, latency, one GPU
     tpot = load.step_s(1)
     x = 4 / (work.latency_s + kv_s + 1023 * tpot)  # without the wait
     wait = mg1_wait_mean(x, [(1.0, work.service_s)])  # one prefill worker takes all of x

@@ -60,7 +60,7 @@ def test_kv_moved_per_request_is_the_prompts_cache_once() -> None:
 
 def test_kv_transfer_time_is_bytes_over_the_links_share() -> None:
     gb = 1.342177
-    expected_s = 5e-6 + gb / (50.0 * SERVING.link_eff)
+    expected_s = SERVING.disagg_handoff_ms / 1000 + 5e-6 + gb / (50.0 * SERVING.link_eff)
     assert transfer_s(gb, NIC, SERVING) == pytest.approx(expected_s)
     # and the prefill replica's TTFT at a trickle is its prompt alone plus that transfer
     q = _query("llama-3.1-70b", 4, 8192, 256, 2000, 30, rate=1e-4)
@@ -289,3 +289,22 @@ def test_always_with_spares_is_bad_input() -> None:
     text = _problem(*LONG, mode="always") + "    spare_replicas: 1\n"
     with pytest.raises(Exception, match="disaggregation: always cannot be combined with `spare_replicas`"):
         loads_problem(text, "bad.yaml")
+
+
+def test_prefix_hits_raise_prefill_capacity_as_the_flops_say() -> None:
+    """A prefill replica's throughput is prompts over FLOPs: with 6,144 of 8,192 tokens shared
+    and found 90% of the time, the FLOPs per prompt fall by the hand-computed ratio, and the
+    replica's ceiling rises by it within 10% (fixed costs per iteration do not shrink)."""
+    from planner.perf.speculation import PrefixCache
+
+    plain = _query("llama-3.1-70b", 4, 8192, 256, 2000, 30)
+    cached = _query("llama-3.1-70b", 4, 8192, 256, 2000, 30, prefix=PrefixCache(6144, 0.9))
+    m = plain.model
+    apf = m.attention_flops_per_pair(decode=False)
+    miss = 2 * m.active_params_b * 1e9 * 8192 + apf * m.causal_pairs(8192)
+    hit = 2 * m.active_params_b * 1e9 * 2048 + apf * (m.causal_pairs(8192) - m.causal_pairs(6144))
+    flops_ratio = miss / (0.1 * miss + 0.9 * hit)
+    a = estimate_phase(plain, "prefill", NIC, GEN, SERVING)
+    b = estimate_phase(cached, "prefill", NIC, GEN, SERVING)
+    assert b.requests_per_s / a.requests_per_s == pytest.approx(flops_ratio, rel=0.10)
+    assert b.planning_requests_per_s > a.planning_requests_per_s

@@ -32,6 +32,20 @@ def estimate_inference_cmd(
         int, typer.Option("--attention-dp", min=1, help="attention data-parallel groups (MoE wide EP)")
     ] = 1,
     server: Annotated[str | None, typer.Option(help="server chassis id (sets the GPU link)")] = None,
+    prefix_shared_tokens: Annotated[
+        int | None, typer.Option(min=1, help="prompt tokens shared by requests (prefix cache; with --prefix-hit-rate)")
+    ] = None,
+    prefix_hit_rate: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="share of prompts whose shared prefix is cached")
+    ] = None,
+    draft_model: Annotated[str | None, typer.Option(help="speculative decoding with this draft model")] = None,
+    mtp: Annotated[bool, typer.Option("--mtp", help="speculative decoding with the model's MTP heads")] = False,
+    acceptance_rate: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="chance each speculated token is accepted")
+    ] = None,
+    spec_tokens: Annotated[
+        int | None, typer.Option(min=1, max=32, help="tokens speculated per step (default 4; MTP: 1)")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Throughput and latency of one replica."""
@@ -52,6 +66,12 @@ def estimate_inference_cmd(
         ttft_ms=ttft_ms,
         server=server,
         attention_dp=attention_dp,
+        prefix_shared_tokens=prefix_shared_tokens,
+        prefix_hit_rate=prefix_hit_rate,
+        draft_model=draft_model,
+        mtp=mtp,
+        acceptance_rate=acceptance_rate,
+        speculated_tokens=spec_tokens,
     )
     _print_result(result, as_json)
 

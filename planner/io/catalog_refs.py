@@ -7,6 +7,7 @@ from planner.catalog import Catalog, suggest
 from planner.errors import InputError
 from planner.io.problem_io import LoadedProblem
 from planner.io.yaml_io import dotted_path
+from planner.perf.speculation import mtp_params_b
 from planner.schema.catalog import DEPLOYMENT_CLASSES
 from planner.schema.fabric import TOPOLOGIES
 from planner.schema.model_ref import ConfigModel, InlineModel
@@ -42,6 +43,35 @@ def check_references(loaded: LoadedProblem, catalog: Catalog) -> None:
                 hint=suggest(item.model, list(catalog.models))
                 or "use a name from `planner catalog models` or {params_b: ...}",
             )
+    for index, svc in enumerate(p.inference):
+        _check_speculative(loaded, catalog, index, svc)
+
+
+def _check_speculative(loaded: LoadedProblem, catalog: Catalog, index: int, svc: InferenceService) -> None:
+    """A draft model must be in the catalog; ``mtp: true`` needs a model with MTP heads."""
+    spec = svc.speculative
+    if spec is None:
+        return
+    draft = spec.draft_model
+    if isinstance(draft, str) and catalog.find_model_id(draft) is None:
+        raise InputError(
+            f"unknown draft model {draft!r}",
+            file=loaded.file,
+            key=f"inference.{svc.name}.speculative.draft_model",
+            line=loaded.line("inference", index, "speculative", "draft_model"),
+            hint=suggest(draft, list(catalog.models)) or "use a name from `planner catalog models` or {params_b: ...}",
+        )
+    if spec.mtp and mtp_params_b(svc.model, catalog) is None:
+        name = svc.model if isinstance(svc.model, str) else "this model"
+        with_heads = [m.id for m in catalog.models.values() if m.mtp_params_b]
+        raise InputError(
+            f"model {name!r} has no multi-token-prediction heads (no mtp_params_b in the catalog), so mtp: true "
+            "cannot apply",
+            file=loaded.file,
+            key=f"inference.{svc.name}.speculative.mtp",
+            line=loaded.line("inference", index, "speculative", "mtp"),
+            hint=f"give a draft_model instead, or serve a model with MTP heads ({', '.join(with_heads) or 'none'})",
+        )
 
 
 def _need_excludable(loaded: LoadedProblem, catalog: Catalog, name: str, loc: tuple[str | int, ...]) -> None:

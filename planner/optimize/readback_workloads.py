@@ -107,6 +107,9 @@ def inference_rows(b: Built, s: Solved, problem: Problem) -> list[InferenceRow]:
                         kv_transfer_ms=round(float(e.factors.get("kv_transfer_ms", 0.0)), 3)
                         if o.mode == "prefill"
                         else 0.0,
+                        speculation_tokens_per_step=(
+                            round(o.speculation.tokens_per_step, 4) if o.speculation else None
+                        ),
                     )
                 )
             capacity = capacity_rps(reps)

@@ -29,6 +29,7 @@ from planner.perf.disagg import PHASES, KvLink, estimate_phase, kv_gb_per_reques
 from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for, nvlink_domain, packing_sizes
 from planner.perf.shapes import ModelShape
+from planner.perf.speculation import prefix_of
 from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.fabric import DEFAULT_TOPOLOGY, Fabric
 from planner.schema.problem import InferenceService
@@ -153,6 +154,7 @@ def _query(
         tpot_ms=svc.tpot_ms,
         ttft_ms=svc.ttft_ms,
         attention_dp=dp,
+        prefix=prefix_of(svc.prefix_cache),  # hits skip the shared prefix on prefill replicas
     )
 
 
@@ -190,4 +192,3 @@ def screen(wo: WorkloadOptions, svc: InferenceService, catalog: Catalog) -> None
             f"disaggregated: GPUs for {rate:g} rps cost {share}; not offered (disaggregation: always forces it)",
         )
     )
-

@@ -5,6 +5,7 @@ that meets a service's targets."""
 from __future__ import annotations
 
 from collections.abc import Container
+from itertools import product
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
@@ -15,6 +16,7 @@ from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for, nvlink_domain, packing_sizes
 from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import ModelShape, shape_of
+from planner.perf.speculation import Speculation, prefix_of, speculation_of
 from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.problem import InferenceService, MeasuredThroughput
 
@@ -114,15 +116,16 @@ def _modelled_options(
     found: list[InferenceOption] = []
     for precision in svc.precisions:
         kinds: list[InferenceOption] = []
-        for n, dp in replica_layouts(chassis, gpu, wo.shape, wide_ep):
+        layouts = replica_layouts(chassis, gpu, wo.shape, wide_ep)
+        for (n, dp), spec in product(layouts, speculations(svc, wo.shape, catalog)):
             if (gpu.id, precision, n) in measured:
                 continue  # measured numbers win (see inference_options)
             est = _at_targets(
-                svc, wo.shape, catalog, chassis, gpu, n, precision, svc.input_tokens, svc.output_tokens, dp
+                svc, wo.shape, catalog, chassis, gpu, n, precision, svc.input_tokens, svc.output_tokens, dp, spec
             )
             if est.fits:
-                kinds.append(InferenceOption(svc.name, key, precision, n, est, attention_dp=dp))
-            elif dp == 1:  # a plain-TP reason says why a GPU cannot serve; wide-EP kinds only add layouts
+                kinds.append(InferenceOption(svc.name, key, precision, n, est, attention_dp=dp, speculation=spec))
+            elif dp == 1 and spec is None:  # a plain-TP reason says why a GPU cannot serve
                 wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} TP{n}: {est.reason}"))
         found += sorted(kinds, key=lambda o: (o.gpus_per_replica, -o.rps_per_replica))
     return found
@@ -139,9 +142,10 @@ def _at_targets(
     input_tokens: int,
     output_tokens: int,
     attention_dp: int = 1,
+    speculation: Speculation | None = None,
 ) -> InferenceEstimate:
-    """One replica kind of ``tp`` GPUs (in ``attention_dp`` attention groups) on requests of
-    one size, at the largest batch meeting the service's targets."""
+    """One replica kind of ``tp`` GPUs (in ``attention_dp`` attention groups, speculating or
+    not) on requests of one size, at the largest batch meeting the service's targets."""
     q = InferenceQuery(
         model=shape,
         gpu=gpu,
@@ -153,9 +157,19 @@ def _at_targets(
         tpot_ms=svc.tpot_ms,
         ttft_ms=svc.ttft_ms,
         attention_dp=attention_dp,
+        prefix=prefix_of(svc.prefix_cache),
+        speculation=speculation,
     )
     eff = catalog.efficiency
     return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+
+
+def speculations(svc: InferenceService, shape: ModelShape | None, catalog: Catalog) -> list[Speculation | None]:
+    """Replicas without speculation, and with it when the service allows it: the optimiser
+    picks, so allowing speculation never makes a plan worse."""
+    if svc.speculative is None or svc.model is None or shape is None:
+        return [None]
+    return [None, speculation_of(svc.speculative, svc.model, shape, catalog)]
 
 
 def _mix_options(
@@ -179,15 +193,16 @@ def _mix_options(
     modelled = {(p, n, dp) for p in svc.precisions for n, dp in replica_layouts(chassis, gpu, wo.shape, wide_ep)}
     kinds = sorted({(p, n, 1) for p, n in measured} | (modelled if wo.shape else set()))
     found = []
-    for precision, n, dp in kinds:
+    for (precision, n, dp), spec in product(kinds, speculations(svc, wo.shape, catalog)):
         if n not in sizes:
-            wo.rejected.append(Rejection(gpu.id, chassis.id, f"measured x{n}: does not pack into this server"))
+            if spec is None:
+                wo.rejected.append(Rejection(gpu.id, chassis.id, f"measured x{n}: does not pack into this server"))
             continue
-        mine = measured.get((precision, n), {})
-        per, reasons = _mix_buckets(svc, catalog, chassis, gpu, (precision, n, dp), mine, sizes, wo.shape)
+        mine = measured.get((precision, n), {}) if spec is None else {}
+        per, reasons = _mix_buckets(svc, catalog, chassis, gpu, (precision, n, dp), mine, sizes, wo.shape, spec)
         served = [e for e in per if e is not None]
         if not served:
-            if dp == 1:  # as for a single size: a plain-TP reason says why the GPU cannot serve
+            if dp == 1 and spec is None:  # as for a single size: a plain-TP reason says why the GPU cannot serve
                 wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} x{n}: no bucket fits ({reasons[0]})"))
             continue
         representative = max(served, key=lambda e: e.tpot_p99_ms)  # the slowest bucket it serves
@@ -195,10 +210,12 @@ def _mix_options(
         factor = (
             1.0
             if mine or wo.shape is None
-            else _colocated_factor(svc, wo.shape, catalog, chassis, gpu, per, (precision, n, dp))
+            else _colocated_factor(svc, wo.shape, catalog, chassis, gpu, per, (precision, n, dp), spec)
         )
         found.append(
-            InferenceOption(svc.name, key, precision, n, representative, is_measured, None, tuple(per), dp, factor)
+            InferenceOption(
+                svc.name, key, precision, n, representative, is_measured, None, tuple(per), dp, factor, speculation=spec
+            )
         )
     return found
 
@@ -212,6 +229,7 @@ def _mix_buckets(
     measured: dict[int, MeasuredThroughput],
     sizes: list[int],
     shape: ModelShape | None,
+    speculation: Speculation | None = None,
 ) -> tuple[list[InferenceEstimate | None], list[str]]:
     """One replica kind's figures per bucket of the mix (None where it cannot serve it), and why not."""
     assert svc.mix is not None
@@ -229,7 +247,7 @@ def _mix_buckets(
             per.append(None)
             continue
         est = _at_targets(
-            svc, shape, catalog, chassis, gpu, n, precision, bucket.input_tokens, bucket.output_tokens, dp
+            svc, shape, catalog, chassis, gpu, n, precision, bucket.input_tokens, bucket.output_tokens, dp, speculation
         )
         per.append(est if est.fits else None)
         reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
@@ -244,6 +262,7 @@ def _colocated_factor(
     gpu: Gpu,
     per: list[InferenceEstimate | None],
     kind: tuple[str, int, int],
+    speculation: Speculation | None = None,
 ) -> float:
     """How much of each bucket's own capacity a replica keeps when it serves all the buckets it
     can, in the mix's proportions: the largest rate of that mix meeting the targets for every
@@ -267,6 +286,8 @@ def _colocated_factor(
         output_tokens=max(1, round(mean_out)),
         link=link_for(chassis, gpu, n),
         attention_dp=dp,
+        prefix=prefix_of(svc.prefix_cache),
+        speculation=speculation,
     )
     eff = catalog.efficiency
     engine = engine_for(q, eff.generations[gpu.generation], eff.serving)

@@ -10,6 +10,7 @@ from typing import TypeAlias
 from planner.bom import PoolKey
 from planner.perf.inference_types import InferenceEstimate
 from planner.perf.shapes import ModelShape
+from planner.perf.speculation import Speculation
 from planner.perf.training import TrainingEstimate
 
 # The most servers a pool could hold, with the reason when that is 0 (see options.pools.pool_limit).
@@ -40,6 +41,7 @@ class InferenceOption:
     mode: str = "aggregated"
     kv_group: str = ""
     kv_gb_per_request: float = 0.0
+    speculation: Speculation | None = None  # speculative decoding (a draft model or MTP); None: plain
 
     @property
     def gpu(self) -> str:
@@ -57,9 +59,10 @@ class InferenceOption:
     @property
     def layout(self) -> str:
         """``TP8``, or ``EP72 DP18xTP4`` for wide expert parallelism with attention DP."""
+        spec = f" spec:{self.speculation.label}" if self.speculation else ""
         if self.attention_dp == 1:
-            return f"TP{self.gpus_per_replica}"
-        return f"EP{self.gpus_per_replica} DP{self.attention_dp}xTP{self.tensor_parallel}"
+            return f"TP{self.gpus_per_replica}{spec}"
+        return f"EP{self.gpus_per_replica} DP{self.attention_dp}xTP{self.tensor_parallel}{spec}"
 
     @property
     def rps_per_replica(self) -> float:

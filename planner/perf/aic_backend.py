@@ -127,8 +127,10 @@ def available() -> bool:
 
 
 def preferred_for(query: InferenceQuery) -> bool:
-    """True where the measurements say aiconfigurator is closer than the analytic model."""
-    return (query.model.name, query.gpu.id) in PREFERRED
+    """True where the measurements say aiconfigurator is closer than the analytic model (never
+    with a prefix cache or speculation: those are the analytic model's alone)."""
+    plain = query.prefix is None and query.speculation is None
+    return plain and (query.model.name, query.gpu.id) in PREFERRED
 
 
 # --- models: bundled ids or local folders, never a download ---------------------------

@@ -15,12 +15,19 @@ The model, built on the same iteration cost as aggregated serving (``planner.per
   precision) crosses the link between the two replicas: the GPU link inside an NVLink domain,
   otherwise the scale-out NICs. Taken conservatively at one GPU's share of that link (a
   1-GPU replica on either side sends or receives over one GPU's share); the links' latency
-  is added once.
+  is added once, and a fixed hand-off (``serving.disagg_handoff_ms``: routing, transfer setup,
+  the decode worker's admission), fitted on aiconfigurator's disaggregated rows at low load.
 - **decode replica**: requests arrive with their cache; ``b = rate x (output - 1) x step(b)``
   sequences decode (Little; the first token came from the prefill replica). TPOT mean is the
   step at that batch; its p99 the step at the batch's 99th percentile (Poisson around the mean:
   arrivals are Poisson, lives nearly fixed). The cache holds ``prompt + output / 2`` tokens per
   sequence on average, as aggregated replicas do.
+
+With a prefix cache (``prefix_cache``) prompts that hit it prefill only what follows the shared
+prefix: the prefill queue serves a mixture of hits and misses, and the TTFT p99 takes a miss's
+own prefill. Speculative decoding is not offered on disaggregated replicas (the draft's cache
+would have to be moved too, or prefilled again on the decode side): a service that allows it
+gets speculation on its aggregated replicas only.
 
 Planning capacity of each phase: the largest Poisson rate meeting its target (TTFT for prefill,
 TPOT for decode), at most ``serving.headroom`` of its saturation rate, as for aggregated replicas.
@@ -60,7 +67,8 @@ def kv_gb_per_request(q: InferenceQuery, serving: ServingAssumptions) -> float:
 
 
 def transfer_s(gb: float, link: KvLink, serving: ServingAssumptions) -> float:
-    return link.latency_us * 1e-6 + gb / (link.gb_per_s_per_gpu * serving.link_eff)
+    """The KV cache's move to its decode replica, with the hand-off's fixed cost."""
+    return serving.disagg_handoff_ms * 1e-3 + link.latency_us * 1e-6 + gb / (link.gb_per_s_per_gpu * serving.link_eff)
 
 
 def estimate_phase(
@@ -105,21 +113,59 @@ class PrefillWork:
     service_s: float  # a prompt's share of the worker's time when prompts queue (side by side)
 
 
-def prefill_work(engine: Engine, input_tokens: int) -> PrefillWork:
-    """A prompt on a prefill-only replica: its own latency, and its share of the worker's time."""
+@dataclass(frozen=True)
+class PrefillMix:
+    """Prompts that miss the prefix cache and prompts that hit it (skipping the shared prefix)."""
+
+    miss: PrefillWork
+    hit: PrefillWork | None
+    hit_rate: float
+
+    @property
+    def services(self) -> list[tuple[float, float]]:
+        """(share, service seconds) of the queue's customers."""
+        if self.hit is None:
+            return [(1.0, self.miss.service_s)]
+        return [(1 - self.hit_rate, self.miss.service_s), (self.hit_rate, self.hit.service_s)]
+
+    @property
+    def mean_service_s(self) -> float:
+        return sum(p * s for p, s in self.services)
+
+    @property
+    def mean_latency_s(self) -> float:
+        if self.hit is None:
+            return self.miss.latency_s
+        return (1 - self.hit_rate) * self.miss.latency_s + self.hit_rate * self.hit.latency_s
+
+
+def prefill_mix(engine: Engine, input_tokens: int) -> PrefillMix:
+    """The prompts of a prefill-only replica: with a prefix cache, hits prefill only what follows
+    the shared prefix (its tokens attend to the cached ones)."""
+    miss = prefill_work(engine, input_tokens)
+    cached = engine.prefix.cached_tokens(input_tokens) if engine.prefix else 0
+    if not cached or engine.prefix is None:
+        return PrefillMix(miss, None, 0.0)
+    return PrefillMix(miss, prefill_work(engine, input_tokens, cached), engine.prefix.hit_rate)
+
+
+def prefill_work(engine: Engine, input_tokens: int, cached: int = 0) -> PrefillWork:
+    """A prompt on a prefill-only replica: its own latency, and its share of the worker's time
+    (``cached``: its first tokens found in the prefix cache, not prefilled)."""
     cost, budget = engine.cost, engine.limits.token_budget
     total = max(1, input_tokens)
-    latency, done = 0.0, 0
+    latency, done = 0.0, cached
     while done < total:
         chunk = min(budget, total - done)
         latency += float(cost.iteration_s(0, 0.0, chunk, cost.chunk_pairs(done, chunk)))
         done += chunk
-    # prompts that queue are prefilled together: as many whole prompts as the budget holds
-    # (long prompts one at a time), and at least one per attention group
-    side = max(1, budget // total, cost.attention_dp)
-    shared, done = 0.0, 0
+    # prompts that queue are prefilled together: each attention group schedules its own (an
+    # attention-DP rank has its own token budget), as many whole prompts as a budget holds
+    per_group = max(1, budget // max(1, total - cached))
+    side = per_group * cost.attention_dp
+    shared, done = 0.0, cached
     while done < total:
-        chunk = max(1, min(budget // side, total - done))
+        chunk = max(1, min(budget // per_group, total - done))
         pairs = cost.chunk_pairs(done, chunk)
         shared += float(cost.iteration_s(0, 0.0, chunk * side, pairs * side, side))
         done += chunk
@@ -129,13 +175,14 @@ def prefill_work(engine: Engine, input_tokens: int) -> PrefillWork:
 def _prefill(
     q: InferenceQuery, engine: Engine, kv_s: float, serving: ServingAssumptions, base: Footprint
 ) -> InferenceEstimate:
-    work = prefill_work(engine, q.input_tokens)
-    ceiling = 1.0 / work.service_s
+    work = prefill_mix(engine, q.input_tokens)
+    ceiling = 1.0 / work.mean_service_s
 
     def ttft(rate: float, quantile: float | None) -> float:
-        service = [(1.0, work.service_s)]
-        wait = mg1_wait_mean(rate, service) if quantile is None else mg1_wait_quantile(rate, service, quantile)
-        return wait + work.latency_s + kv_s
+        # the p99 adds a miss's own prefill to the wait's p99 (misses are the slow tail)
+        if quantile is None:
+            return mg1_wait_mean(rate, work.services) + work.mean_latency_s + kv_s
+        return mg1_wait_quantile(rate, work.services, quantile) + work.miss.latency_s + kv_s
 
     target = q.ttft_ms / 1000 if q.ttft_ms is not None else None
     if q.rate is not None:
@@ -143,10 +190,10 @@ def _prefill(
         if rate >= ceiling:
             return InferenceEstimate(fits=False, reason=f"rate {rate:g}/s is above {ceiling:.3g}/s", **base)
     else:
-        alone = work.latency_s + kv_s
+        alone = work.miss.latency_s + kv_s
         if target is not None and alone > target:
             reason = (
-                f"misses TTFT: prefill {u.ms(work.latency_s):.0f} ms + KV transfer {u.ms(kv_s):.1f} ms "
+                f"misses TTFT: prefill {u.ms(work.miss.latency_s):.0f} ms + KV transfer {u.ms(kv_s):.1f} ms "
                 f"> target {q.ttft_ms:g} ms"
             )
             return InferenceEstimate(fits=False, reason=reason, **base)
@@ -179,7 +226,8 @@ class DecodeLoad:
         self.steps = max(0, output_tokens - 1)  # the first token came with the prefill
         self.context = input_tokens + output_tokens / 2
         by_cache = int(engine.limits.kv_capacity_tokens // self.context)
-        self.max_running = max(0, min(engine.limits.max_seqs, by_cache))
+        # each attention-DP rank schedules its own sequences (up to the engine's limit each)
+        self.max_running = max(0, min(engine.limits.max_seqs * engine.cost.attention_dp, by_cache))
 
     def step_s(self, batch: float) -> float:
         return float(self.cost.iteration_s(max(1, math.ceil(batch)), max(1.0, batch) * self.context))

@@ -11,6 +11,12 @@ are prefilled in the token budget left (chunked prefill). One iteration costs:
 - the in-server link: the all-reduces (or attention-DP all-to-alls) on all tokens;
 - fixed costs: the step (scheduling, launches) and, when a prompt is prefilled, per layer.
 
+With speculative decoding (``planner.perf.speculation``) the decode part is one speculative
+step: ``k`` draft decode passes (the draft's weights and KV read each pass) and one target
+pass verifying ``k + 1`` tokens per sequence (the weights read once, compute and the
+all-reduces for ``k + 1`` tokens); a step yields ``tokens_per_step`` tokens per sequence on
+average. The draft also prefills every prompt beside the target.
+
 The analytic latency models (``planner.perf.load``) and the simulator
 (``planner.simulate``) both price iterations with this class, so they disagree only in how
 they schedule requests, never in what a step costs.
@@ -25,6 +31,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from planner.perf.inference import _Replica
+    from planner.perf.speculation import PrefixCache
 
 Seconds = float | np.ndarray
 
@@ -55,6 +62,16 @@ class IterationCost:
         window = m.sliding_window
         self._window = window
         self._full_layers = m.layers if window is None else (m.full_attention_layers or 0)
+        spec = r.q.speculation
+        self._k = spec.tokens if spec else 0  # tokens the draft proposes per step
+        self.tokens_per_step = spec.tokens_per_step if spec else 1.0
+        if spec is not None:
+            d = spec.draft
+            self._draft = d
+            self._draft_active_flops = 2 * d.active_params_b * 1e9
+            self._draft_decode_pair_flops = d.attention_flops_per_pair(decode=True)
+            self._draft_prefill_pair_flops = d.attention_flops_per_pair(decode=False)
+            self._draft_layer_share = d.layers / m.layers  # its all-reduces and attention pairs per target's
 
     @property
     def prefill_fixed_s(self) -> float:
@@ -75,8 +92,26 @@ class IterationCost:
         r = self._r
         per_seq = context_tokens / seqs
         kv = seqs * self._kv_bytes(per_seq)
-        mem = (r.weights.read(seqs) + kv) / r.bw
-        flops = self._active_flops * seqs + self._decode_pair_flops * seqs * self._attended(per_seq)
+        tokens = seqs * (self._k + 1)  # the target verifies k proposed tokens and adds one
+        mem = (r.weights.read(tokens) + kv) / r.bw
+        flops = self._active_flops * tokens + self._decode_pair_flops * tokens * self._attended(per_seq)
+        target = np.maximum(mem, flops / r.flops)
+        if not self._k:
+            return target
+        return target + self._k * self._draft_pass_s(seqs, per_seq)
+
+    def _draft_pass_s(self, seqs: int, per_seq: Seconds) -> Seconds:
+        """One draft decode pass over ``seqs`` sequences of ``per_seq`` context tokens each."""
+        r, d = self._r, self._draft
+        assert r.draft_weights is not None
+        if d.sliding_window is None:
+            attended = d.layers * per_seq
+        else:
+            full = d.full_attention_layers or 0
+            attended = full * per_seq + (d.layers - full) * np.minimum(per_seq, d.sliding_window)
+        kv = seqs * r.draft_kv_per_token / d.layers * attended
+        mem = (r.draft_weights.read(seqs) + kv) / r.bw
+        flops = self._draft_active_flops * seqs + self._draft_decode_pair_flops * seqs * attended
         return np.maximum(mem, flops / r.flops)
 
     def _kv_bytes(self, context: Seconds) -> Seconds:
@@ -98,9 +133,15 @@ class IterationCost:
             return 0.0
         r = self._r
         compute = r.prefill_compute_s(self._active_flops * tokens, self._prefill_pair_flops * pairs, tokens, prompts)
+        weights = r.weights.read(tokens)
+        if self._k:  # the draft prefills the prompt too (its pairs: the target's per layer, on its layers)
+            draft_pairs = self._draft_prefill_pair_flops * pairs * self._draft_layer_share
+            compute += (self._draft_active_flops * tokens + draft_pairs) / r.flops
+            assert r.draft_weights is not None
+            weights += r.draft_weights.read(tokens)
         if not alone:
             return compute
-        return max(compute, r.weights.read(tokens) / r.bw)
+        return max(compute, weights / r.bw)
 
     def iteration_s(
         self,
@@ -115,7 +156,9 @@ class IterationCost:
         parallelism, prompts on different groups run side by side)."""
         r = self._r
         fixed = self._step_s + (self._prefill_fixed_s if prefill_tokens > 0 else 0.0)
-        link = r.comm_s(decode_seqs + prefill_tokens)
+        link = r.comm_s(decode_seqs * (self._k + 1) + prefill_tokens)
+        if self._k and decode_seqs > 0:  # the draft's passes all-reduce on its own layers
+            link += self._k * self._draft_layer_share * r.comm_s(decode_seqs)
         pre = self.prefill_s(prefill_tokens, prefill_pairs, alone=decode_seqs <= 0, prompts=prefill_prompts)
         return self.decode_s(decode_seqs, context_tokens) + pre + link + fixed
 
@@ -131,3 +174,4 @@ class Engine:
     cost: IterationCost
     limits: EngineLimits
     ttft_overhead_s: float = 0.0  # per request, outside the engine's iterations
+    prefix: PrefixCache | None = None  # the traffic's shared prompt prefix, found cached at its hit rate

@@ -12,9 +12,11 @@ from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.precision import BYTES
 from planner.perf.shapes import ModelShape, shape_of
+from planner.perf.speculation import PrefixCache, Speculation, mtp_params_b, speculation_of
 from planner.perf.training import TrainingQuery, estimate_training
 from planner.schema.catalog import Gpu, ServerChassis
 from planner.schema.model_ref import InlineModel
+from planner.schema.serving import SpeculativeSpec
 
 
 def _shape(catalog: Catalog, model: str | None, params_b: float | None) -> ModelShape:
@@ -50,6 +52,46 @@ def _server(catalog: Catalog, gpu: Gpu, gpus: int, name: str | None) -> ServerCh
     )
 
 
+def _serving_options(
+    catalog: Catalog,
+    model: str | None,
+    shape: ModelShape,
+    input_tokens: int,
+    shared: int | None,
+    hit_rate: float | None,
+    draft: str | None,
+    mtp: bool,
+    acceptance: float | None,
+    tokens: int | None,
+) -> tuple[PrefixCache | None, Speculation | None]:
+    """The command line's prefix cache and speculation, checked as the problem file's keys are."""
+    prefix = None
+    if (shared is None) != (hit_rate is None):
+        raise InputError("give --prefix-shared-tokens and --prefix-hit-rate together", key="--prefix-hit-rate")
+    if shared is not None and hit_rate is not None:
+        if shared >= input_tokens:
+            raise InputError(
+                f"--prefix-shared-tokens {shared} must be less than --input-tokens {input_tokens}",
+                key="--prefix-shared-tokens",
+            )
+        prefix = PrefixCache(shared, hit_rate)
+    if draft is None and not mtp:
+        if acceptance is not None or tokens is not None:
+            raise InputError("--acceptance-rate needs --draft-model or --mtp", key="--acceptance-rate")
+        return prefix, None
+    if acceptance is None or not 0 < acceptance < 1:
+        raise InputError("speculation needs --acceptance-rate in (0, 1)", key="--acceptance-rate")
+    if draft is not None and mtp:
+        raise InputError("give one of --draft-model and --mtp", key="--draft-model")
+    if draft is not None and catalog.find_model_id(draft) is None:
+        hint = suggest(draft, list(catalog.models))
+        raise InputError(f"unknown draft model {draft!r}", key="--draft-model", hint=hint)
+    if mtp and (model is None or mtp_params_b(model, catalog) is None):
+        raise InputError(f"{shape.name} has no multi-token-prediction heads (no mtp_params_b)", key="--mtp")
+    spec = SpeculativeSpec(draft_model=draft, mtp=mtp, acceptance_rate=acceptance, tokens=tokens)
+    return prefix, speculation_of(spec, model or InlineModel(params_b=shape.params_b), shape, catalog)
+
+
 def _precision(value: str, allowed: tuple[str, ...]) -> str:
     p = value.lower()
     if p not in allowed:
@@ -73,9 +115,17 @@ def run_inference_estimate(
     attention_dp: int = 1,
     clients: int | None = None,
     rate: float | None = None,
+    prefix_shared_tokens: int | None = None,
+    prefix_hit_rate: float | None = None,
+    draft_model: str | None = None,
+    mtp: bool = False,
+    acceptance_rate: float | None = None,
+    speculated_tokens: int | None = None,
 ) -> dict[str, Any]:
     """One replica of ``gpus`` GPUs; ``attention_dp`` > 1 splits them into that many attention
-    groups (tensor-parallel inside each) with the routed experts spread over all of them."""
+    groups (tensor-parallel inside each) with the routed experts spread over all of them.
+    A prefix cache and speculative decoding as the service keys ``prefix_cache`` and
+    ``speculative`` give them."""
     if sum(x is not None for x in (concurrency, clients, rate)) > 1:
         raise InputError("give at most one of --concurrency, --rate and --batch", key="--concurrency")
     catalog = load_catalog()
@@ -91,6 +141,18 @@ def run_inference_estimate(
             f"--attention-dp {attention_dp} must divide the replica's {gpus} GPUs into equal attention groups",
             key="--attention-dp",
         )
+    prefix, speculation = _serving_options(
+        catalog,
+        model,
+        shape,
+        input_tokens,
+        prefix_shared_tokens,
+        prefix_hit_rate,
+        draft_model,
+        mtp,
+        acceptance_rate,
+        speculated_tokens,
+    )
     q = InferenceQuery(
         model=shape,
         gpu=g,
@@ -105,6 +167,8 @@ def run_inference_estimate(
         tpot_ms=tpot_ms,
         ttft_ms=ttft_ms,
         attention_dp=attention_dp,
+        prefix=prefix,
+        speculation=speculation,
     )
     eff = catalog.efficiency
     est = estimate_inference(q, eff.generations[g.generation], eff.serving)

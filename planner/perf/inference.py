@@ -44,13 +44,28 @@ class _Replica:
         self.dp = q.attention_dp
         self.attn_tp = t // self.dp  # GPUs sharing one sequence's attention
         self.weights = weights_of(m, q.precision, s.int4_overhead, dense_copies=self.dp)
-        self.weights_bytes = self.weights.total  # all experts are held, whichever are read
+        spec = q.speculation
+        # a draft model (or MTP module) sits beside the target, tensor-parallel over all the GPUs
+        self.draft_weights = weights_of(spec.draft, q.precision, s.int4_overhead) if spec else None
+        draft_bytes = self.draft_weights.total if self.draft_weights else 0.0
+        self.weights_bytes = self.weights.total + draft_bytes  # all experts are held, whichever are read
         self.ctx_avg = q.input_tokens + q.output_tokens / 2  # paged KV: mean occupancy
         self.ctx_max = q.input_tokens + q.output_tokens
         kv_value, replicas = kv_bytes(q.precision, compute), m.kv_replicas(self.attn_tp)
-        self.kv_avg = m.kv_bytes(self.ctx_avg, kv_value) * replicas  # one sequence, all GPUs
-        self.kv_max = m.kv_bytes(self.ctx_max, kv_value) * replicas
+        self.draft_kv_per_token = spec.draft.kv_bytes_per_token(kv_value) * spec.draft.kv_replicas(t) if spec else 0.0
+
+        def kv_of(context: float) -> float:  # one sequence, all GPUs, the draft's cache included
+            draft = spec.draft.kv_bytes(context, kv_value) * spec.draft.kv_replicas(t) if spec else 0.0
+            return m.kv_bytes(context, kv_value) * replicas + draft
+
+        self.kv_avg = kv_of(self.ctx_avg)
+        self.kv_max = kv_of(self.ctx_max)
         self.kv_per_token = m.kv_bytes_per_token(kv_value) * replicas
+        # a prefix cache holds one copy of the shared prefix; a hit's own cache skips those blocks
+        self.hit_rate = q.prefix.hit_rate if q.prefix else 0.0
+        self.cached_tokens = q.prefix.cached_tokens(q.input_tokens) if q.prefix else 0
+        self.shared_prefix_bytes = kv_of(self.cached_tokens) if self.cached_tokens else 0.0
+        self.kv_own_avg = self.kv_avg - self.hit_rate * self.shared_prefix_bytes
         self.usable_bytes = t * q.gpu.memory_gb * 1e9 * (1 - s.memory_reserve_fraction)
         self.bw = t * q.gpu.memory_bandwidth_gb_per_s * 1e9 * gen.bandwidth_eff
         self.compute_eff = gen.compute_eff_for(compute)
@@ -59,10 +74,14 @@ class _Replica:
         self.hidden = m.hidden_size
 
     def max_batch_by_memory(self) -> int:
-        spare = self.usable_bytes - self.weights_bytes
+        spare = self.kv_spare_bytes()
         if spare < self.kv_max:
             return 0
-        return int(spare // self.kv_avg)
+        return int(spare // self.kv_own_avg)
+
+    def kv_spare_bytes(self) -> float:
+        """Memory left for the sequences' own KV caches: beside the weights and the shared prefix."""
+        return self.usable_bytes - self.weights_bytes - self.shared_prefix_bytes
 
     def comm_s(self, tokens: float) -> float:
         return self._allreduce_s(tokens)
@@ -180,7 +199,7 @@ def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssu
     }
     by_memory = min(r.max_batch_by_memory(), serving.max_batch)
     if by_memory < 1:
-        need = (r.weights_bytes + r.kv_max) / 1e9
+        need = (r.weights_bytes + r.shared_prefix_bytes + r.kv_max) / 1e9
         return InferenceEstimate(
             fits=False,
             reason=(
@@ -189,8 +208,11 @@ def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssu
             ),
             **base,
         )
-    if q.concurrency is None and not q.steady_batch:
+    if q.concurrency is None and not q.steady_batch and (q.clients is None or not _serving_options(q)):
         return _under_load(q, r, serving, by_memory, base)
+    if _serving_options(q):
+        reason = f"{_serving_options(q)} is modelled under Poisson load (a rate or latency targets) only"
+        return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
     batch, reason = _choose_batch(r, q, by_memory)
     if batch < 1:
         return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
@@ -308,8 +330,31 @@ def _choose_batch(r: _Replica, q: InferenceQuery, by_memory: int) -> tuple[int, 
     return lo, ""
 
 
+def _serving_options(q: InferenceQuery) -> str:
+    """The serving options the query asks for (prefix caching, speculation), named; "" for none."""
+    names = (["a prefix cache"] if q.prefix else []) + (["speculative decoding"] if q.speculation else [])
+    return " and ".join(names)
+
+
+def _option_factors(r: _Replica) -> dict[str, float | str]:
+    """What was assumed about prefix caching and speculation (nothing when neither is used)."""
+    out: dict[str, float | str] = {}
+    if r.q.prefix:
+        out["prefix_hit_rate"] = r.hit_rate
+        out["prefix_shared_tokens"] = r.cached_tokens
+        out["prefix_kv_gb"] = r.shared_prefix_bytes / 1e9
+    spec = r.q.speculation
+    if spec:
+        out["speculation"] = spec.label
+        out["speculation_draft_params_b"] = spec.draft.params_b
+        out["speculation_tokens"] = spec.tokens
+        out["speculation_acceptance_rate"] = spec.acceptance_rate
+        out["speculation_tokens_per_step"] = spec.tokens_per_step
+    return out
+
+
 def _factors(r: _Replica) -> dict[str, float | str]:
-    return {
+    return _option_factors(r) | {
         "generation": r.q.gpu.generation,
         "calibrated": "yes" if r.gen.calibrated else "no: no published measurements for this generation",
         "compute_precision": r.compute,
@@ -346,7 +391,7 @@ def engine_for(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAss
     if compute_precision(q.gpu, q.precision) is None or q.attention_dp < 1 or q.gpus % q.attention_dp:
         return None
     r = _Replica(q, gen, serving)
-    spare = r.usable_bytes - r.weights_bytes
+    spare = r.kv_spare_bytes()
     if spare < r.kv_max:
         return None
     # sliding windows cap a sequence's cache: count tokens at the shape's mean bytes per token
@@ -356,4 +401,6 @@ def engine_for(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAss
         max_seqs=serving.max_batch,
         kv_capacity_tokens=int(spare // bytes_per_token),
     )
-    return Engine(cost=IterationCost(r), limits=limits, ttft_overhead_s=serving.ttft_overhead_ms * 1e-3)
+    return Engine(
+        cost=IterationCost(r), limits=limits, ttft_overhead_s=serving.ttft_overhead_ms * 1e-3, prefix=q.prefix
+    )

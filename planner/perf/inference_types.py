@@ -9,6 +9,7 @@ from typing import TypedDict
 
 from planner.perf.precision import stored_weight_bytes
 from planner.perf.shapes import ModelShape
+from planner.perf.speculation import PrefixCache, Speculation
 from planner.schema.catalog import Gpu
 
 
@@ -42,6 +43,10 @@ class InferenceQuery:
     # the routed experts are spread over all the GPUs (expert parallelism) and tokens reach
     # them by all-to-all. 1: plain tensor parallelism over all the GPUs.
     attention_dp: int = 1
+    # a prompt's shared prefix found in the replica's cache, and speculative decoding
+    # (planner.perf.speculation); None: neither
+    prefix: PrefixCache | None = None
+    speculation: Speculation | None = None
 
 
 @dataclass(frozen=True)

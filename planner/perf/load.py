@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from planner.perf.engine import Engine
-from planner.perf.load_mix import MixState, RequestClass, mix_state
+from planner.perf.load_mix import MixState, RequestClass, mix_state, split_by_prefix
 from planner.perf.prompt import Prompt, prompt_cost
 from planner.perf.queueing import mg1_wait_mean
 from planner.perf.rate_search import largest_within, worst_margin
@@ -50,7 +50,10 @@ class Load:
         self.isl, self.osl = max(1.0, input_tokens), max(1.0, output_tokens)
         self.ttft_fixed_s = engine.ttft_overhead_s
         # engines allocate KV blocks as sequences grow (and preempt when out): hold the mean
-        per_seq = input_tokens + output_tokens / 2
+        # (of a sequence's own blocks: a prefix-cache hit shares the cached prefix's)
+        prefix = engine.prefix
+        cached = prefix.hit_rate * prefix.cached_tokens(self.isl) if prefix else 0.0
+        per_seq = input_tokens - cached + output_tokens / 2
         self.max_running = max(0, min(self.limits.max_seqs, int(self.limits.kv_capacity_tokens // per_seq)))
 
     # --- one iteration, one prompt -----------------------------------------------------
@@ -74,7 +77,7 @@ class Load:
         if state is None:
             return self._unstable(rate)
         tpot_p99 = state.tpot_quantile_s(0, 0.99)
-        return Latency(state.ttft_s(0), state.iteration_s, state.ttft_quantile_s(0, 0.99), tpot_p99, state.batch, rate)
+        return Latency(state.ttft_s(0), state.tpot_s, state.ttft_quantile_s(0, 0.99), tpot_p99, state.batch, rate)
 
     def state(self, rate: float) -> MixState | None:
         return mix_state(self.engine, [RequestClass(self.isl, self.osl, 1.0)], rate, self.max_running)
@@ -89,10 +92,15 @@ class Load:
         if b < 1:
             return 0.0
         # saturated, prompts queue: they fill the token budget together (on every attention group)
-        fit = max(1, int((self.limits.token_budget - b) // self.isl))
-        p = prompt_cost(self.engine, self.isl, b, self._context(b), together=max(fit, self.cost.attention_dp))
-        # per request: osl - 1 decode iterations among b sequences, plus its prompt's extra work
-        per_request_s = (self.osl - 1) * self.decode_iteration_s(b) / b + p.extra_shared_s(fit)
+        # per request: (osl - 1) / tokens_per_step decode iterations among b sequences, plus its
+        # prompt's extra work (a prefix-cache hit's or a miss's, at their shares)
+        steps = (self.osl - 1) / self.cost.tokens_per_step
+        per_request_s = steps * self.decode_iteration_s(b) / b
+        for c in split_by_prefix(self.engine, [RequestClass(self.isl, self.osl, 1.0)])[0]:
+            fit = max(1, int((self.limits.token_budget - b) // c.prefill_tokens))
+            together = max(fit, self.cost.attention_dp)
+            p = prompt_cost(self.engine, c.prefill_tokens, b, self._context(b), together, c.cached_tokens)
+            per_request_s += c.share * p.extra_shared_s(fit)
         return 1.0 / per_request_s
 
     def max_rate(self, ttft_p99_s: float | None, tpot_p99_s: float | None, utilisation: float) -> float:

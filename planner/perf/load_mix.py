@@ -14,6 +14,13 @@ In steady state at ``rate`` requests/s:
 - a request's TPOT grows with the prompts prefilled while it decodes, and a longer life meets
   more of them: their count is generalized Poisson (``queueing.generalized_poisson_quantile``).
 
+With a prefix cache (``Engine.prefix``) each class splits in two, the prompts that hit (their
+shared prefix cached: fewer tokens to prefill, less KV of their own) and those that miss, and a
+class's quantiles are those of its two halves' mixture (``queueing.mixture_quantile``). With
+speculative decoding an iteration is a speculative step yielding ``tokens_per_step`` tokens per
+sequence: a request decodes in ``(output - 1) / tokens_per_step`` steps, and its TPOT is the
+step's time over ``tokens_per_step``.
+
 The simulator (``planner.simulate``) replays the same iterations request by request; the
 example plans' p99s are checked against it.
 """
@@ -44,6 +51,43 @@ class RequestClass:
     input_tokens: float
     output_tokens: float
     share: float  # of the replica's requests
+    cached_tokens: float = 0.0  # of the prompt, found in the prefix cache (not prefilled)
+
+    @property
+    def prefill_tokens(self) -> float:
+        return self.input_tokens - self.cached_tokens
+
+    @property
+    def held_tokens(self) -> float:
+        """KV tokens a sequence holds of its own, mean over its life (prompt and half its output)."""
+        return self.prefill_tokens + self.output_tokens / 2
+
+
+Subclasses = tuple[tuple[int, float], ...]  # (index of a class the state runs, its share of the asked class)
+
+
+def split_by_prefix(engine: Engine, classes: list[RequestClass]) -> tuple[list[RequestClass], list[Subclasses]]:
+    """The classes a replica with ``engine.prefix`` runs: each asked class as its misses and its
+    hits (shares ``1 - h`` and ``h``; one of them when ``h`` is 0 or 1, or the prompt is no longer
+    than the prefix), and for each asked class the ones it became."""
+    prefix = engine.prefix
+    out: list[RequestClass] = []
+    groups: list[Subclasses] = []
+    for c in classes:
+        cached = prefix.cached_tokens(c.input_tokens) if prefix else 0
+        if not cached:
+            groups.append(((len(out), 1.0),))
+            out.append(c)
+            continue
+        h = prefix.hit_rate if prefix else 0.0
+        halves = [(1 - h, 0.0), (h, float(cached))]
+        mine = []
+        for weight, skip in halves:
+            if weight > 0:
+                mine.append((len(out), weight))
+                out.append(RequestClass(c.input_tokens, c.output_tokens, c.share * weight, skip))
+        groups.append(tuple(mine))
+    return out, groups
 
 
 @dataclass(frozen=True)
@@ -68,12 +112,45 @@ class MixState:
     engine: Engine | None = None
     per_seq_tokens: float = 0.0  # context a decoding sequence holds, mean
     max_running: int = 1
+    # per class asked about, the classes it runs as (a prefix cache's hits and misses); (): the same
+    groups: tuple[Subclasses, ...] = ()
+    tokens_per_step: float = 1.0  # speculative decoding: tokens a step yields per sequence
+
+    @property
+    def tpot_s(self) -> float:
+        """Mean time per output token."""
+        return self.iteration_s / self.tokens_per_step
+
+    def _subclasses(self, j: int) -> Subclasses:
+        return self.groups[j] if self.groups else ((j, 1.0),)
 
     def ttft_s(self, j: int) -> float:
+        return sum(w * self._ttft_mean_s(i) for i, w in self._subclasses(j))
+
+    def ttft_quantile_s(self, j: int, q: float) -> float:
+        """Of the one class ``j`` runs as, or of the mixture of its hits and misses: both wait in
+        the same queue, so the mixture is one sum of that wait and, drawn by their shares, what
+        each meets under way plus its own prefill."""
+        subs = self._subclasses(j)
+        if len(subs) == 1:
+            return self._ttft_quantile_s(subs[0][0], q)
+        parts = [
+            (w * weight, values + self.prompts[i].latency_s, probs)
+            for i, w in subs
+            for weight, values, probs in self._under_way(i)
+        ]
+        return wait_sum_quantile(parts, mg1_tail(self.rate, self.packed), q)
+
+    def tpot_quantile_s(self, j: int, q: float) -> float:
+        """Hits and misses decode alike (the same context and output); they differ only in the
+        prompts queued behind their own prefill: the misses' (longer) is taken for both."""
+        return self._tpot_quantile_s(self._subclasses(j)[0][0], q)
+
+    def _ttft_mean_s(self, j: int) -> float:
         wait = mg1_wait_mean(self.rate, self.packed)
         return self.decode_s / 2 + wait + self.prompts[j].latency_s + self.shared_s
 
-    def ttft_quantile_s(self, j: int, q: float) -> float:
+    def _ttft_quantile_s(self, j: int, q: float) -> float:
         """The iteration under way, the wait behind a backlog (which packs prompts into full
         token budgets), and the prompt's own iteration: its prefill plus the work of the prompts
         that arrived with it (their count at the same quantile, Poisson over one iteration)."""
@@ -99,11 +176,12 @@ class MixState:
             out.append((weight, values, probs))
         return out
 
-    def tpot_quantile_s(self, j: int, q: float) -> float:
+    def _tpot_quantile_s(self, j: int, q: float) -> float:
         """The decode iteration plus the prompts prefilled while the request decodes, spread over
         its tokens. Their count is generalized Poisson (a long life meets more prompts); in a mix
-        each class's prompts add their own work (a long prompt's far more than a short one's)."""
-        steps = max(1.0, self.classes[j].output_tokens - 1)
+        each class's prompts add their own work (a long prompt's far more than a short one's).
+        Speculative steps: per step as for plain decoding, over the tokens a step yields."""
+        steps = max(1.0, (self.classes[j].output_tokens - 1) / self.tokens_per_step)
         seed = self.rate * (steps * self.decode_s + self._behind_s(j))
         rho = min(self.rate * self.extra_s, 0.999)
         extras = [(c.share * seed, e) for c, (_, e) in zip(self.classes, self.extras, strict=True)]
@@ -119,7 +197,8 @@ class MixState:
         # independent, near-normal excesses do
         slower = self._decode_at_quantile_s(q) - self.decode_s
         excess = math.hypot(max(0.0, slower), max(0.0, met - met_mean) / steps)
-        return max(self.decode_s + met_mean / steps + excess, self.iteration_s if q >= 0.5 else 0.0)
+        step = max(self.decode_s + met_mean / steps + excess, self.iteration_s if q >= 0.5 else 0.0)
+        return step / self.tokens_per_step
 
     def _decode_at_quantile_s(self, q: float) -> float:
         if self.engine is None:
@@ -156,18 +235,21 @@ class MixState:
 
 def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_running: int) -> MixState | None:
     """The steady state of ``classes`` at ``rate`` (Poisson); None when the replica cannot keep up."""
-    total = sum(c.share for c in classes)
-    cls = tuple(RequestClass(c.input_tokens, c.output_tokens, c.share / total) for c in classes)
-    steps = sum(c.share * max(0.0, c.output_tokens - 1) for c in cls)
+    split, groups = split_by_prefix(engine, classes)
+    total = sum(c.share for c in split)
+    cls = tuple(RequestClass(c.input_tokens, c.output_tokens, c.share / total, c.cached_tokens) for c in split)
+    decoded = sum(c.share * max(0.0, c.output_tokens - 1) for c in cls)
     held = sum(c.share * max(0.0, c.output_tokens - 1) * (c.input_tokens + c.output_tokens / 2) for c in cls)
-    per_seq = held / steps if steps > 0 else sum(c.share * c.input_tokens for c in cls)
+    per_seq = held / decoded if decoded > 0 else sum(c.share * c.input_tokens for c in cls)
+    per_step = engine.cost.tokens_per_step
+    steps = decoded / per_step  # decode iterations per request, mean
     batch, it, sharing = 1.0, 0.0, 1.0
     seen: tuple[tuple[float, float], ...] = ()
     prompts: tuple[Prompt, ...] = ()
     for _ in range(60):
         context = batch * per_seq
         base = float(engine.cost.iteration_s(max(0, round(batch)), context))
-        prompts = tuple(prompt_cost(engine, c.input_tokens, batch, context, sharing) for c in cls)
+        prompts = tuple(prompt_cost(engine, c.prefill_tokens, batch, context, sharing, c.cached_tokens) for c in cls)
         sharing, seen = _sharing(engine, cls, rate, batch, base, prompts)
         extra = sum(c.share * p.extra_shared_s(sharing) for c, p in zip(cls, prompts, strict=True))
         if rate * extra >= 1:
@@ -183,13 +265,13 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
     work = sum(c.share * (p.extra_s - p.fixed_s) for c, p in zip(cls, prompts, strict=True))
     room = engine.limits.token_budget - max(0, round(batch))
     packed = tuple(
-        (c.share, p.extra_s - p.fixed_s + (p.fixed_s + base * p.chunks) / max(1, int(room // c.input_tokens)))
+        (c.share, p.extra_s - p.fixed_s + (p.fixed_s + base * p.chunks) / max(1, int(room // c.prefill_tokens)))
         for c, p in zip(cls, prompts, strict=True)
     )
     if rate * sum(s * t for s, t in packed) >= 1:
         return None
     extras = tuple((c.share, p.extra_shared_s(sharing)) for c, p in zip(cls, prompts, strict=True))
-    fits = tuple(max(1, int(room // c.input_tokens)) for c in cls)
+    fits = tuple(max(1, int(room // c.prefill_tokens)) for c in cls)
     return MixState(
         rate,
         cls,
@@ -208,6 +290,8 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
         engine,
         per_seq,
         max_running,
+        tuple(groups) if len(split) > len(classes) else (),
+        per_step,
     )
 
 
@@ -223,7 +307,7 @@ def _sharing(
     decode-only one (``base``); which follows which is a two-state chain (a prefill iteration
     follows one during which a prompt arrived), so at high rates, where prefill iterations
     follow each other, the longer ones set how many prompts share the next."""
-    mean_input = sum(c.share * c.input_tokens for c in cls)
+    mean_input = sum(c.share * c.prefill_tokens for c in cls)
     room = engine.limits.token_budget - max(0, round(batch))
     fit = float(max(1, int(room // max(1.0, mean_input))))
     work = sum(c.share * (p.extra_s - p.fixed_s) / p.chunks for c, p in zip(cls, prompts, strict=True))
@@ -249,9 +333,10 @@ def _sharing(
 
 def running_limit(engine: Engine, classes: list[RequestClass]) -> int:
     """Sequences a replica runs at once: its scheduler's cap, or as many as the KV cache holds
-    at the classes' mean footprint (prompt and half the output)."""
+    at the classes' mean footprint (prompt and half the output; a prefix-cache hit's own part)."""
+    classes, _ = split_by_prefix(engine, classes)
     total = sum(c.share for c in classes) or 1.0
-    per_seq = sum(c.share * (c.input_tokens + c.output_tokens / 2) for c in classes) / total
+    per_seq = sum(c.share * c.held_tokens for c in classes) / total
     limits = engine.limits
     return max(1, min(limits.max_seqs, int(limits.kv_capacity_tokens // max(per_seq, 1.0))))
 

@@ -22,13 +22,19 @@ class Prompt:
 
 
 def prompt_cost(
-    engine: Engine, input_tokens: float, batch: float, context_tokens: float, together: float = 1.0
+    engine: Engine,
+    input_tokens: float,
+    batch: float,
+    context_tokens: float,
+    together: float = 1.0,
+    cached: float = 0.0,
 ) -> Prompt:
     """A prompt of ``input_tokens`` prefilled in chunks of the token budget left beside ``batch``
     sequences decoding with ``context_tokens`` between them, ``together`` prompts per prefill
     iteration on average. Its own latency runs alone (on one attention group when the replica
     runs attention data-parallel); the extra time it adds to iterations is its share of an
-    iteration prefilling ``together`` prompts, side by side on as many attention groups."""
+    iteration prefilling ``together`` prompts, side by side on as many attention groups.
+    ``cached``: tokens before these found in the prefix cache (attended to, not prefilled)."""
     cost = engine.cost
     b = max(0, round(batch))
     room = max(1, engine.limits.token_budget - b)
@@ -39,7 +45,7 @@ def prompt_cost(
     total = max(1, round(input_tokens))
     while done < total:
         chunk = min(room, total - done)
-        pairs = cost.chunk_pairs(done, chunk)
+        pairs = cost.chunk_pairs(round(cached) + done, chunk)
         latency += float(cost.iteration_s(b, context_tokens, chunk, pairs))
         if side > 1:
             shared = float(cost.iteration_s(b, context_tokens, chunk * side, pairs * side, side))

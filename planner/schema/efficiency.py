@@ -62,6 +62,12 @@ class ServingAssumptions(Strict):
     ttft_overhead_ms: float = Field(
         default=0.0, ge=0, description="fixed per request before its first token: API server, tokenizer, streaming"
     )
+    disagg_handoff_ms: float = Field(
+        default=0.0,
+        ge=0,
+        description="fixed per request of a disaggregated deployment, beyond prefill and the KV bytes' "
+        "transfer: routing to a prefill and a decode worker, transfer setup, the decode worker's admission",
+    )
     moe_layer_overhead_us: float = Field(
         default=0.0, ge=0, description="fixed per mixture-of-experts layer per iteration: routing, expert dispatch"
     )

@@ -85,6 +85,8 @@ class ReplicaRow(Out):
     kv_link: str = ""
     kv_gb_per_request: float = 0.0
     kv_transfer_ms: float = 0.0  # inside ttft_ms of a prefill row
+    # speculative decoding (the service's `speculative`): tokens a step yields on average; None: none
+    speculation_tokens_per_step: float | None = None
 
 
 class RouteShare(Out):

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from planner.schema.base import Strict
 from planner.schema.catalog import Precision
 from planner.schema.model_ref import ModelRef
+from planner.schema.serving import PrefixCacheSpec, SpeculativeSpec
 from planner.schema.traffic import NAME_PATTERN, MeasuredThroughput, RequestMix
 from planner.schema.traffic import MixBucket as MixBucket  # where the verifier and options import it
 
@@ -244,6 +245,14 @@ class InferenceService(Strict):
         max_length=100,
         description="demand per year (year 1 first; later years repeat the last); hardware is then bought by year",
     )
+    prefix_cache: PrefixCacheSpec | None = Field(
+        default=None, description="a shared prompt prefix found in the replicas' prefix cache at a hit rate"
+    )
+    speculative: SpeculativeSpec | None = Field(
+        default=None,
+        description="allow speculative decoding (a draft model or MTP): replicas with and without it are "
+        "offered, the planner picks",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -290,6 +299,13 @@ class InferenceService(Strict):
                     raise ValueError(f"measured {m.gpu}: bucket {m.bucket!r} is not in the mix")
         elif any(m.bucket is not None for m in self.measured):
             raise ValueError("measured `bucket` needs a `mix` on the service")
+        if self.prefix_cache is not None and self.mix is None and self.prefix_cache.shared_tokens >= self.input_tokens:
+            raise ValueError(
+                f"prefix_cache.shared_tokens ({self.prefix_cache.shared_tokens}) must be less than input_tokens "
+                f"({self.input_tokens}): a request prefills at least one token of its own"
+            )
+        if (self.prefix_cache or self.speculative) and self.model is None:
+            raise ValueError("prefix_cache and speculative need a `model` (the performance model applies them)")
         return self
 
     @property

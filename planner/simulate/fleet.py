@@ -70,7 +70,8 @@ def replay(
     it (API server, tokenizer)."""
     if router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}")
-    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist())
+    cached = None if traffic.cached is None else traffic.cached.tolist()
+    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached)
     pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     arrivals = traffic.send_s + delay_s
     if router == "random":  # each request to a replica of its kind drawn alike: Poisson per replica

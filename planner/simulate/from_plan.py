@@ -21,6 +21,7 @@ from planner.perf.inference import engine_for
 from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
+from planner.perf.speculation import prefix_of, speculation_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow
 from planner.schema.problem import InferenceService
 from planner.simulate.analytic import analytic_p99s
@@ -49,6 +50,8 @@ class ServiceSpec:
     notes: list[str]
     planned_ttft_p99_ms: float = 0.0  # the plan's rows: at each kind's sizing rate (its capacity)
     planned_tpot_p99_ms: float = 0.0
+    prefix_shared_tokens: int = 0  # the service's prefix cache: shared tokens found at this rate
+    prefix_hit_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ def _spec(svc: InferenceService, row: InferenceRow, loaded: LoadedProblem, catal
         planned_tpot_p99_ms=max(_p99(row.replicas[k])[1] for k in used),
         delay_s=delay_s,
         notes=notes,
+        prefix_shared_tokens=svc.prefix_cache.shared_tokens if svc.prefix_cache else 0,
+        prefix_hit_rate=svc.prefix_cache.hit_rate if svc.prefix_cache else 0.0,
     )
 
 
@@ -174,8 +179,12 @@ def _engine(svc: InferenceService, rep: ReplicaRow, catalog: Catalog, input_toke
     if rep.gpu not in catalog.gpus or rep.server not in catalog.servers:
         raise InputError(f"service {svc.name!r}: the plan's {rep.server}/{rep.gpu} is not in the catalog")
     gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    shape = shape_of(svc.model, catalog)
+    if rep.speculation_tokens_per_step is not None and svc.speculative is None:
+        raise InputError(f"service {svc.name!r}: the plan speculates, the problem allows no speculative decoding")
+    speculates = rep.speculation_tokens_per_step is not None and svc.speculative is not None
     q = InferenceQuery(
-        model=shape_of(svc.model, catalog),
+        model=shape,
         gpu=gpu,
         gpus=rep.gpus_per_replica,
         precision=rep.precision,
@@ -183,6 +192,10 @@ def _engine(svc: InferenceService, rep: ReplicaRow, catalog: Catalog, input_toke
         output_tokens=output_tokens,
         link=link_for(chassis, gpu, rep.gpus_per_replica),
         attention_dp=rep.attention_dp,
+        prefix=prefix_of(svc.prefix_cache),
+        speculation=speculation_of(svc.speculative, svc.model, shape, catalog)
+        if speculates and svc.speculative
+        else None,
     )
     eff = catalog.efficiency
     engine = engine_for(q, eff.generations[gpu.generation], eff.serving)

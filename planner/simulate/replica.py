@@ -14,6 +14,12 @@ later iteration gives one more, and it is done after ``output`` tokens (the firs
 An idle replica starts an iteration when a request arrives; a request arriving during an
 iteration waits for its end (one arriving exactly at an iteration's end joins the next).
 
+A request whose prompt hit the prefix cache (``Requests.cached``) prefills only the rest of it
+(attending to the cached part) and reserves KV for that rest and its output. With speculative
+decoding (``IterationCost.tokens_per_step`` = E above 1) an iteration is a speculative step: a
+request's ``output - 1`` tokens after its first take ``round((output - 1) / E)`` steps (at least
+one), and its context grows by E tokens a step.
+
 Speed: between events nothing changes but the context, so a stretch of decode-only
 iterations up to the next finish is priced at once and its end times summed in order
 (``np.cumsum``); an arrival cuts the stretch at the first iteration end at or after it
@@ -41,6 +47,13 @@ from planner.perf.engine import Engine
 _IDLE, _GENERAL, _STRETCH = 0, 1, 2
 
 
+def _growth(engine: Engine) -> float:
+    """Context tokens a decoding sequence adds per iteration: 1 (an int, so contexts stay whole
+    numbers), or a speculative step's mean yield (a cost without the figure: one token)."""
+    per_step = getattr(engine.cost, "tokens_per_step", 1.0)
+    return 1 if per_step == 1.0 else per_step
+
+
 class DecodeTimes:
     """Seconds of a decode-only iteration by (sequences decoding, context tokens), shared by a
     kind's replicas. A block of ``BLOCK`` consecutive contexts is priced with one call once
@@ -55,11 +68,17 @@ class DecodeTimes:
         self.cost = engine.cost
         self.blocks: dict[tuple[int, int], np.ndarray] = {}
         self.seen: dict[tuple[int, int], int] = {}
+        self.growth = _growth(engine)  # context tokens a sequence adds per iteration
 
-    def stretch(self, seqs: int, context: int, iterations: int) -> np.ndarray:
+    def stretch(self, seqs: int, context: float, iterations: int) -> np.ndarray:
         """Seconds of up to ``iterations`` decode-only iterations from ``context`` (growing by
-        ``seqs`` each); fewer when the stretch leaves the block of contexts it started in."""
-        index, offset = divmod(context, self.BLOCK)
+        ``seqs`` each); fewer when the stretch leaves the block of contexts it started in.
+        Speculative steps (context growing by a fractional ``growth``): priced on their own."""
+        if self.growth != 1.0:
+            k = min(iterations, self.CHUNK)
+            contexts = np.arange(k, dtype=np.float64) * (seqs * self.growth) + context
+            return np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), (k,))
+        index, offset = divmod(int(context), self.BLOCK)  # whole: contexts grow by 1 here
         key = (seqs, index)
         times = self.blocks.get(key)
         if times is None:
@@ -82,9 +101,11 @@ class DecodeTimes:
 class Requests:
     """Sizes and outcomes of a simulation's requests, by request id (lists: fast to index)."""
 
-    def __init__(self, prompt: list[int], output: list[int]) -> None:
+    def __init__(self, prompt: list[int], output: list[int], cached: list[int] | None = None) -> None:
         self.prompt = prompt
         self.output = output
+        self.cached = cached or [0] * len(prompt)  # prompt tokens found in the prefix cache
+        self.fill = [p - c for p, c in zip(prompt, self.cached, strict=True)]  # tokens to prefill
         self.first = [math.nan] * len(prompt)  # time of the first token
         self.finish = [math.nan] * len(prompt)  # time of the last token
 
@@ -104,7 +125,8 @@ class Replica:
         self.waiting: deque[int] = deque()
         self.prefilling: list[list[int]] = []  # [request id, prompt tokens done], first admitted first
         self.decoding: list[tuple[int, int]] = []  # heap of (index of the iteration it finishes in, id)
-        self.context = 0  # tokens of context the decoding sequences hold (prompt + generated)
+        self.context: float = 0  # tokens of context the decoding sequences hold (prompt + generated)
+        self.growth = _growth(engine)  # per sequence and iteration (speculation: E)
         self.kv_used = 0  # tokens reserved (prompt + output of every running sequence)
         self.running = 0  # decoding + prefilling
         self.assigned = 0
@@ -161,8 +183,21 @@ class Replica:
         """Whether request ``rid``, at the head of the queue, cannot be admitted now."""
         if self.running >= self.max_seqs or self.token_budget - len(self.decoding) <= 0:
             return True
-        need = self.req.prompt[rid] + self.req.output[rid]
+        need = self.req.fill[rid] + self.req.output[rid]
         return self.running > 0 and self.kv_used + need > self.kv_capacity
+
+    def _steps(self, rid: int) -> int:
+        """Iterations a request decodes in after its first token."""
+        left = self.req.output[rid] - 1
+        if self.growth == 1.0:
+            return left
+        return max(1, round(left / self.growth))
+
+    def _held(self, rid: int) -> float:
+        """Context a finishing request leaves: its prompt, first token and every step's tokens."""
+        if self.growth == 1.0:
+            return self.req.prompt[rid] + self.req.output[rid]
+        return self.req.prompt[rid] + 1 + self._steps(rid) * self.growth
 
     def _plan(self) -> None:
         """What runs next from `clock`: an iteration with prompt work, a decode-only stretch, or nothing."""
@@ -185,39 +220,39 @@ class Replica:
             if room <= 0:
                 break
             rid, done = entry
-            chunk = min(room, req.prompt[rid] - done)
-            pairs += cost.chunk_pairs(done, chunk)
+            chunk = min(room, req.fill[rid] - done)
+            pairs += cost.chunk_pairs(req.cached[rid] + done, chunk)
             tokens, room, entry[1], prompts = tokens + chunk, room - chunk, done + chunk, prompts + 1
-            if entry[1] == req.prompt[rid]:
+            if entry[1] == req.fill[rid]:
                 completed.append(rid)
         while self.waiting and room > 0:
             rid = self.waiting[0]
-            need = req.prompt[rid] + req.output[rid]
+            need = req.fill[rid] + req.output[rid]
             if self.running >= self.max_seqs or (self.running > 0 and self.kv_used + need > self.kv_capacity):
                 break
             self.waiting.popleft()
             self.running += 1
             self.kv_used += need
-            chunk = min(room, req.prompt[rid])
-            pairs += cost.chunk_pairs(0, chunk)
+            chunk = min(room, req.fill[rid])
+            pairs += cost.chunk_pairs(req.cached[rid], chunk)
             tokens, room, prompts = tokens + chunk, room - chunk, prompts + 1
             self.prefilling.append([rid, chunk])
-            if chunk == req.prompt[rid]:
+            if chunk == req.fill[rid]:
                 completed.append(rid)
         end = self.clock + float(cost.iteration_s(decoding, float(self.context), tokens, pairs, max(1, prompts)))
         index = self.iterations
         self.clock, self.iterations = end, index + 1
-        self.context += decoding
+        self.context += decoding * self.growth
         finished = self._pop_finished(index, end)
         if completed:
-            self.prefilling = [e for e in self.prefilling if e[1] < req.prompt[e[0]]]
+            self.prefilling = [e for e in self.prefilling if e[1] < req.fill[e[0]]]
             for rid in completed:
                 req.first[rid] = end
                 if req.output[rid] <= 1:
                     self._finish(rid, end)
                     finished.append(rid)
                 else:
-                    heapq.heappush(self.decoding, (index + req.output[rid] - 1, rid))
+                    heapq.heappush(self.decoding, (index + self._steps(rid), rid))
                     self.context += req.prompt[rid] + 1
         self.recent, self.recent_ids = len(finished), finished
         self._plan()
@@ -239,7 +274,7 @@ class Replica:
         assert self._ends is not None
         k = len(self._ends)
         self.iterations += k
-        self.context += len(self.decoding) * k
+        self.context += len(self.decoding) * k * self.growth
         self.clock = float(self._ends[-1])
         finished = self._pop_finished(self.iterations - 1, self.clock) if self._finishes else []
         self.recent, self.recent_ids = len(finished), finished
@@ -250,7 +285,7 @@ class Replica:
         assert self._ends is not None
         k = int(np.searchsorted(self._ends, t)) + 1
         self.iterations += k
-        self.context += len(self.decoding) * k
+        self.context += len(self.decoding) * k * self.growth
         self.clock = float(self._ends[k - 1])
         self.recent, self.recent_ids = 0, []
 
@@ -259,13 +294,15 @@ class Replica:
         done: list[int] = []
         while self.decoding and self.decoding[0][0] == index:
             rid = heapq.heappop(self.decoding)[1]
-            self.context -= self.req.prompt[rid] + self.req.output[rid]
+            self.context -= self._held(rid)
             self._finish(rid, end)
             done.append(rid)
+        if not self.decoding and self.growth != 1.0:
+            self.context = 0.0  # no rounding left over from fractional steps
         return done
 
     def _finish(self, rid: int, end: float) -> None:
         self.req.finish[rid] = end
         self.running -= 1
-        self.kv_used -= self.req.prompt[rid] + self.req.output[rid]
+        self.kv_used -= self.req.fill[rid] + self.req.output[rid]
         self.finished += 1

@@ -18,7 +18,7 @@ from planner.schema.plan import Plan
 from planner.simulate.fleet import replay, route_kinds
 from planner.simulate.from_plan import ServiceSpec, Skipped, service_specs
 from planner.simulate.stats import Latencies
-from planner.simulate.traffic import poisson_traffic
+from planner.simulate.traffic import poisson_traffic, with_prefix_hits
 
 
 @dataclass
@@ -37,6 +37,7 @@ def simulate_service(
     start = time.perf_counter()
     rng = np.random.default_rng([seed, stream])
     traffic = poisson_traffic(spec.rate_per_s, requests, rng, spec.buckets, spec.trace)
+    traffic = with_prefix_hits(traffic, spec.prefix_shared_tokens, spec.prefix_hit_rate, rng)
     kinds = route_kinds(traffic, spec.routes, rng)
     outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router, rng)
     lat = Latencies.of(outcome.send_s, outcome.first_s, outcome.finish_s, traffic.output_tokens)

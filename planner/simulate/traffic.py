@@ -34,6 +34,7 @@ class Traffic:
     input_tokens: np.ndarray
     output_tokens: np.ndarray
     bucket: np.ndarray
+    cached: np.ndarray | None = None  # prompt tokens found in the prefix cache (None: none)
 
     def __len__(self) -> int:
         return len(self.send_s)
@@ -74,6 +75,16 @@ def poisson_traffic(
     times = poisson_times(rate_per_s, n, rng)
     inputs, outputs, index = from_trace(*trace, n) if trace is not None else from_buckets(buckets, n, rng)
     return Traffic(times, inputs, outputs, index)
+
+
+def with_prefix_hits(traffic: Traffic, shared_tokens: int, hit_rate: float, rng: np.random.Generator) -> Traffic:
+    """Each request's prompt hits the prefix cache with probability ``hit_rate`` (prompts no
+    longer than the prefix never do): a hit has ``shared_tokens`` of its prompt cached."""
+    if hit_rate <= 0 or shared_tokens <= 0:
+        return traffic
+    hits = (rng.random(len(traffic)) < hit_rate) & (traffic.input_tokens > shared_tokens)
+    cached = np.where(hits, shared_tokens, 0).astype(np.int64)
+    return Traffic(traffic.send_s, traffic.input_tokens, traffic.output_tokens, traffic.bucket, cached)
 
 
 def uniform_lengths(length: int, low: float, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -12,6 +12,7 @@ from planner.perf.disagg import estimate_phase
 from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.shapes import shape_of
+from planner.perf.speculation import prefix_of
 from planner.schema.plan import Plan, ReplicaRow
 from planner.schema.problem import InferenceService
 
@@ -41,6 +42,7 @@ def check_phase(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tup
         tpot_ms=svc.tpot_ms,
         ttft_ms=svc.ttft_ms,
         attention_dp=rep.attention_dp,
+        prefix=prefix_of(svc.prefix_cache),
     )
     eff = catalog.efficiency
     est = estimate_phase(q, rep.mode, routes[0][0], eff.generations[gpu.generation], eff.serving)

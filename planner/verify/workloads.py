@@ -15,6 +15,7 @@ from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import shape_of
+from planner.perf.speculation import prefix_of, speculation_of
 from planner.schema.plan import InferenceRow, Plan, ReplicaRow, TrainingRow
 from planner.schema.problem import InferenceService, MixBucket, Problem, TrainingJob
 from planner.verify.common import REL
@@ -260,6 +261,8 @@ def _recompute(
         return None, "precision not allowed"
     if rep.gpu not in catalog.gpus or rep.server not in catalog.servers:
         return None, "not in the catalog this problem may buy from (excluded?)"
+    if rep.speculation_tokens_per_step is not None and svc.speculative is None:
+        return None, "speculates, but the service allows no speculative decoding"
     q = _query(
         svc, rep, catalog, input_tokens, output_tokens, concurrency=concurrency, tpot_ms=tpot_ms, ttft_ms=ttft_ms
     )
@@ -278,11 +281,14 @@ def _query(
     output_tokens: int,
     **targets: int | float | None,
 ) -> InferenceQuery:
-    """The plan's replica kind as a performance-model query, on requests of one size."""
+    """The plan's replica kind as a performance-model query, on requests of one size (with the
+    service's prefix cache, and its speculation when the row speculates)."""
     assert svc.model is not None
     gpu, chassis = catalog.gpus[rep.gpu], catalog.servers[rep.server]
+    shape = shape_of(svc.model, catalog)
+    speculates = rep.speculation_tokens_per_step is not None and svc.speculative is not None
     return InferenceQuery(
-        model=shape_of(svc.model, catalog),
+        model=shape,
         gpu=gpu,
         gpus=rep.gpus_per_replica,
         precision=rep.precision,
@@ -290,6 +296,10 @@ def _query(
         output_tokens=output_tokens,
         link=link_for(chassis, gpu, rep.gpus_per_replica),
         attention_dp=rep.attention_dp,
+        prefix=prefix_of(svc.prefix_cache),
+        speculation=speculation_of(svc.speculative, svc.model, shape, catalog)
+        if speculates and svc.speculative
+        else None,
         **targets,  # type: ignore[arg-type]
     )
 
