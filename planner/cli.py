@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from planner.commands.alternatives import alternatives
 from planner.commands.common import ProblemArg, err, out, user_errors
 from planner.commands.inputs import catalog, import_melange
 from planner.commands.perf import calibrate, estimate_inference_cmd, estimate_training_cmd
@@ -224,6 +225,7 @@ app.command()(catalog)
 app.command()(options)
 app.command()(whatif)
 app.command()(compare)
+app.command()(alternatives)
 app.command()(simulate)
 app.command()(calibrate)
 app.command("import-melange")(import_melange)
