@@ -75,6 +75,16 @@ def solve(
         bool,
         typer.Option("--size-by-simulation", help="add replicas to services whose simulated p99 breaks a target"),
     ] = False,
+    scenarios: Annotated[
+        Path | None,
+        typer.Option(
+            "--scenarios", help="a scenario file: buy once for all its scenarios (two-stage), report VSS and EVPI"
+        ),
+    ] = None,
+    risk: Annotated[
+        str | None,
+        typer.Option("--risk", help="with --scenarios: cvar:ALPHA:WEIGHT adds WEIGHT x CVaR_ALPHA of the TCO"),
+    ] = None,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
     from planner.optimize.solve import run_budget
@@ -88,7 +98,10 @@ def solve(
     ]
     check_writable(files)
     with run_budget(time_limit, alarm=True):  # the time limit bounds the whole run, not each solve
-        plan, ctx = _plan(problem, keep, why_not, time_limit)
+        if scenarios is not None or risk is not None:
+            plan, ctx = _two_stage(problem, scenarios, risk, keep, time_limit)
+        else:
+            plan, ctx = _plan(problem, keep, why_not, time_limit)
     if not no_simulate and plan.status != "infeasible":
         plan, ctx = _simulate(ctx, plan, size_by_simulation)
     with run_budget(time_limit, alarm=True):
@@ -130,6 +143,27 @@ def _plan(
         if gpu.lower() != "all":
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
     return plan_context(ctx, time_limit), ctx
+
+
+def _two_stage(
+    problem: Path, scenarios: Path | None, risk: str | None, keep: Path | None, time_limit: float | None
+) -> tuple[Plan, Context]:
+    from planner.context import prepare
+    from planner.errors import InputError
+    from planner.io.problem_io import load_problem
+    from planner.whatif.montecarlo import load_scenarios
+    from planner.whatif.two_stage import parse_risk, plan_under_uncertainty
+
+    if scenarios is None:
+        raise InputError("--risk needs --scenarios (a risk measure is over scenarios)", key="--risk")
+    if keep is not None:
+        raise InputError("--keep and --scenarios together are not supported", key="--keep")
+    measure = parse_risk(risk)
+    loaded = load_problem(problem)
+    spec = load_scenarios(str(scenarios))
+    with err.status(f"solving for {len(spec.scenarios) or 'the Monte Carlo'} scenarios (two-stage)"):
+        plan = plan_under_uncertainty(loaded, spec, measure, time_limit)
+    return plan, prepare(loaded)
 
 
 def _simulate(ctx: Context, plan: Plan, size: bool) -> tuple[Plan, Context]:

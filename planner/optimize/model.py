@@ -39,15 +39,21 @@ def build(
     workloads: list[WorkloadOptions],
     relax: Collection[str] = (),
     kept: dict[PoolKey, tuple[int, int]] | None = None,
+    into: cp_model.CpModel | None = None,
+    pools: Collection[PoolKey] = (),
 ) -> Built:
-    """``kept``: hardware already bought (``--keep``): it stays, its price is sunk, it still runs."""
-    b = Built(cp_model.CpModel(), periods=problem.horizon_years if problem.yearly else 1, kept=dict(kept or {}))
+    """``kept``: hardware already bought (``--keep``): it stays, its price is sunk, it still runs.
+
+    ``into``: build inside this model and leave the objective to the caller (a two-stage model
+    holds one build per scenario); ``pools``: pools to hold even if no option of this problem
+    uses them (another scenario's, whose servers every scenario pays for)."""
+    b = Built(into or cp_model.CpModel(), periods=problem.horizon_years if problem.yearly else 1, kept=dict(kept or {}))
     rates = Rates.of(problem)
     limits = every_limit(problem, catalog)
     for fam, lim in limits:  # elastic limits get a bounded slack a diagnosis can minimise
         if lim.name in relax:
             b.slacks[lim.name] = b.model.new_int_var(0, max(0, fam.slack_bound(lim)), f"slack[{lim.name}]")
-    _pools(b, problem, catalog, workloads, relax)
+    _pools(b, problem, catalog, workloads, relax, pools)
     _training(b, problem, workloads)
     serving(b, problem, catalog, workloads, relax)
     kv_nic_limits(b, catalog)
@@ -63,19 +69,25 @@ def build(
     b.tco = objective(b, problem, catalog, rates) + rent(b, problem, rates)
     if b.periods == 1:  # the floors price a replica for the whole horizon
         service_floors(b, problem, catalog, rates, relax)
-    b.model.minimize(b.tco)
+    if into is None:
+        b.model.minimize(b.tco)
     return b
 
 
 def _pools(
-    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], relax: Collection[str]
+    b: Built,
+    problem: Problem,
+    catalog: Catalog,
+    workloads: list[WorkloadOptions],
+    relax: Collection[str],
+    extra: Collection[PoolKey] = (),
 ) -> None:
     from planner.options.pools import pool_limit
 
     owned = [
         o for w in workloads for group in (w.training, w.inference) for o in group if o.rent_usd_per_gpu_hour is None
     ]
-    keys = sorted({o.pool for o in owned} | set(b.kept)) if problem.finance.buy or b.kept else []
+    keys = sorted({o.pool for o in owned} | set(b.kept) | set(extra)) if problem.finance.buy or b.kept else []
     site = problem.site
     m = b.model
     life = problem.finance.hardware_lifetime_years or b.periods

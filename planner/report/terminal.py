@@ -34,6 +34,7 @@ def print_plan(plan: Plan, console: Console) -> None:
     _purchase_years(plan, console)
     _runs(plan, console)
     _routing(plan, console)
+    _stochastic(plan, console)
     _schedule(plan, console)
     _money(plan, console)
     _rent_vs_buy(plan, console)
@@ -357,3 +358,34 @@ def print_infeasible(plan: Plan, console: Console) -> None:
     if plan.diagnosis:
         for line in plan.diagnosis.summary:
             console.print(plain(line))
+
+
+def _stochastic(plan: Plan, console: Console) -> None:
+    """solve --scenarios: the hardware bought for every scenario, what each scenario costs on it,
+    and what planning for uncertainty is worth (VSS) and what knowing the future would be (EVPI)."""
+    st = plan.stochastic
+    if not st:
+        return
+
+    def usd(x: object) -> str:
+        return "-" if x is None else f"${float(str(x)):,.0f}"
+
+    t = Table(title=f"Two-stage plan over {st['scenarios']} scenarios (bought once)", title_justify="left")
+    for col in ("scenario", "probability", "TCO on this hardware", "its own optimum", "deterministic plan's hardware"):
+        t.add_column(col)
+    for r in st["per_scenario"]:
+        t.add_row(
+            plain(str(r["name"])),
+            f"{100 * r['probability']:.1f}%",
+            usd(r["tco_usd"]) if r["status"] != "infeasible" else "cannot be served",
+            usd(r.get("own_optimum_tco_usd")),
+            usd(r.get("deterministic_hardware_tco_usd")),
+        )
+    console.print(t)
+    console.print(
+        plain(
+            f"Expected TCO {usd(st['expected_tco_usd'])}; the deterministic plan's hardware "
+            f"{usd(st['deterministic_expected_tco_usd'])}: value of the stochastic solution (VSS) "
+            f"{usd(st['vss_usd'])}. Knowing the future would save {usd(st['evpi_usd'])} (EVPI)."
+        )
+    )

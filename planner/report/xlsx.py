@@ -124,6 +124,23 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
     _sheet(wb, "Utilisation", ["pool", "gpus", "gpu_days", "busy_gpu_days", "busy_share"], utilisation)
     _sheet(wb, "Advice", ["kind", "message", "usd"], [[a.kind, a.message, a.usd] for a in plan.advice])
     _sheet(wb, "Assumptions", ["assumption", "value"], [[k, _text(v)] for k, v in _flatten(plan.assumptions)])
+    if plan.stochastic:
+        st = plan.stochastic
+        summary = [
+            [k, st.get(k)]
+            for k in (
+                "scenarios",
+                "expected_tco_usd",
+                "deterministic_expected_tco_usd",
+                "wait_and_see_tco_usd",
+                "vss_usd",
+                "evpi_usd",
+            )
+        ]
+        cols = ["name", "probability", "status", "tco_usd", "own_optimum_tco_usd", "deterministic_hardware_tco_usd"]
+        rows = [[_cell(r.get(c)) for c in cols] for r in st["per_scenario"]]
+        _sheet(wb, "Uncertainty", ["figure", "value"], summary)
+        _sheet(wb, "Scenarios", cols, rows)
     if whatif:
         columns: list[str] = []
         for row in whatif:

@@ -286,4 +286,6 @@ class Plan(Out):
     simulation: list[SimulationRow] | None = None  # None: not simulated (--no-simulate, or no modelled service)
     diagnosis: Diagnosis | None = None
     explanations: Explanations | None = None
+    # solve --scenarios: the two-stage plan's expected TCO, VSS, EVPI and each scenario's TCO
+    stochastic: dict[str, Any] | None = None
     verification: list[str] = Field(default_factory=list)

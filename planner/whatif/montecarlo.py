@@ -71,6 +71,9 @@ class Distribution(_Strict):
 class Scenario(_Strict):
     name: str = Field(min_length=1, max_length=80)
     set: dict[str, Any] = Field(min_length=1, description="dotted path -> value")
+    probability: float | None = Field(
+        default=None, gt=0, le=1, description="its share (solve --scenarios); none given: equal shares"
+    )
 
 
 class MonteCarlo(_Strict):
