@@ -127,17 +127,12 @@ def fixed_hardware_tco(
     servers: dict[tuple[str, str, str], int],
     time_limit_s: float | None = None,
 ) -> float | None:
-    """TCO of the problem under ``overrides`` with exactly these servers bought (None: infeasible)."""
+    """TCO of the problem under ``overrides`` with exactly these servers bought (None: infeasible);
+    servers on a pool none of its options use still stand and cost (``two_stage.fixed_plan``)."""
     from planner.context import prepare
-    from planner.explain.resolve import solve_context
+    from planner.whatif.two_stage import fixed_plan
 
-    ctx = prepare(variant(base, overrides))
-
-    def fix(b: Any) -> None:
-        for key, p in b.pools.items():
-            b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))
-
-    plan, _ = solve_context(ctx, time_limit_s, fix)
+    plan = fixed_plan(prepare(variant(base, overrides) if overrides else base), servers, time_limit_s)
     return None if plan is None else plan.tco_usd
 
 

@@ -228,7 +228,7 @@ def plan_under_uncertainty(
 
     scenarios = scenarios_of(spec)
     contexts = contexts_for(base, scenarios)
-    own = [plan_context(c, time_limit_s) for c in contexts]
+    own = _own_optima(base, scenarios, time_limit_s)
     servable = [i for i, p in enumerate(own) if p.status != "infeasible"]
     if not servable:
         raise InputError("no scenario can be served by any purchase", key="scenarios")
@@ -241,22 +241,23 @@ def plan_under_uncertainty(
     base_ctx = prepare(base)
     deterministic = servers_of(plan_context(base_ctx, time_limit_s))
     rows, two_stage_tcos, det_tcos = [], [], []
+    jobs = [(base, scenarios[i].overrides, hw, time_limit_s) for i in servable for hw in (hardware, deterministic)]
+    evaluated = iter(_map(_fixed_tco, jobs))
     for i, s in enumerate(scenarios):
         row: dict[str, Any] = {"name": s.name, "probability": s.probability}
         if i not in servable:
             rows.append({**row, "tco_usd": None, "status": "infeasible", "own_optimum_tco_usd": None})
             continue
-        mine = fixed_plan(contexts[i], hardware, time_limit_s)
-        det = fixed_plan(contexts[i], deterministic, time_limit_s)
-        two_stage_tcos.append(mine.tco_usd if mine else None)
-        det_tcos.append(det.tco_usd if det else None)
+        mine, det = next(evaluated), next(evaluated)
+        two_stage_tcos.append(mine)
+        det_tcos.append(det)
         rows.append(
             {
                 **row,
-                "tco_usd": mine.tco_usd if mine else None,
-                "status": mine.status if mine else "infeasible",
+                "tco_usd": mine,
+                "status": "optimal" if mine is not None else "infeasible",
                 "own_optimum_tco_usd": own[i].tco_usd,
-                "deterministic_hardware_tco_usd": det.tco_usd if det else None,
+                "deterministic_hardware_tco_usd": det,
             }
         )
     expected = _expect(probs, two_stage_tcos)
@@ -270,6 +271,8 @@ def plan_under_uncertainty(
         "servable": len(servable),
         "status": solved.status,
         "gap": solved.gap,
+        # a proven floor on the expected TCO: the wait-and-see mean, or the model's bound
+        "lower_bound_usd": _round(_floor_usd(ws, solved, probs, risk)),
         "risk": None if risk is None else {"cvar_alpha": risk.alpha, "weight": risk.weight},
         "expected_tco_usd": _round(expected),
         "deterministic_expected_tco_usd": _round(eev),
@@ -287,8 +290,48 @@ def plan_under_uncertainty(
     return plan
 
 
+def _own_optima(base: LoadedProblem, scenarios: list[Scenario], time_limit_s: float | None) -> list[Plan]:
+    """Each scenario's own optimum (the wait-and-see plans), in worker processes."""
+    return _map(_own_plan, [(base, s.overrides, time_limit_s) for s in scenarios])
+
+
+def _own_plan(job: tuple[LoadedProblem, dict[str, Any], float | None]) -> Plan:
+    from planner.pipeline import plan_problem
+
+    base, overrides, time_limit_s = job
+    return plan_problem(variant(base, overrides) if overrides else base, time_limit_s)
+
+
+def _fixed_tco(job: tuple[LoadedProblem, dict[str, Any], ServerCounts, float | None]) -> float | None:
+    base, overrides, servers, time_limit_s = job
+    plan = fixed_plan(prepare(variant(base, overrides) if overrides else base), servers, time_limit_s)
+    return None if plan is None else plan.tco_usd
+
+
+def _map(fn: Any, jobs: list[Any]) -> list[Any]:
+    """Independent solves, one worker process per core (in order; the same answers as in one)."""
+    import multiprocessing
+    import os
+
+    from planner.executors import map_ordered
+
+    workers = min(os.cpu_count() or 1, len(jobs))
+    if workers < 2 or multiprocessing.parent_process() is not None:
+        return [fn(j) for j in jobs]
+    return list(map_ordered(fn, jobs, workers))
+
+
 def plan_ctx_problem(ctx: Context) -> Any:
     return ctx.problem
+
+
+def _floor_usd(ws: float | None, solved: Any, probs: list[float], risk: Risk | None) -> float | None:
+    """No purchase does better on average than knowing each scenario in advance (``ws``); the
+    model's own bound, in dollars, when it weighs the expectation alone."""
+    bounds = [ws] if ws is not None else []
+    if risk is None or risk.weight == 0:
+        bounds.append(solved.bound / sum(weights(probs)))
+    return max(bounds) if bounds else None
 
 
 def _expect(probs: list[float], values: list[float | None]) -> float | None:
