@@ -128,9 +128,9 @@ def fixed_hardware_tco(
     time_limit_s: float | None = None,
 ) -> float | None:
     """TCO of the problem under ``overrides`` with exactly these servers bought (None: infeasible);
-    servers on a pool none of its options use still stand and cost (``two_stage.fixed_plan``)."""
+    servers on a pool none of its options use still stand and cost (``whatif.fixed.fixed_plan``)."""
     from planner.context import prepare
-    from planner.whatif.two_stage import fixed_plan
+    from planner.whatif.fixed import fixed_plan
 
     plan = fixed_plan(prepare(variant(base, overrides) if overrides else base), servers, time_limit_s)
     return None if plan is None else plan.tco_usd

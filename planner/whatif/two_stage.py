@@ -39,9 +39,9 @@ from planner.optimize.built import Built
 from planner.optimize.model import build
 from planner.optimize.solve import solve
 from planner.schema.plan import Plan
+from planner.whatif.fixed import ServerCounts, fixed_plan
 from planner.whatif.montecarlo import ScenarioFile
 
-ServerCounts = dict[tuple[str, str, str], int]
 WEIGHT_SCALE = 1000  # probabilities enter the objective as whole thousandths (or equal weights of 1)
 
 
@@ -169,39 +169,6 @@ def solve_two_stage(
 
 def servers_of(plan: Plan) -> ServerCounts:
     return {(r.server, r.gpu, r.fabric): r.count for r in plan.servers}
-
-
-def fixed_plan(ctx: Context, servers: ServerCounts, time_limit_s: float | None) -> Plan | None:
-    """The scenario's best operation of exactly these servers (None: they cannot serve it)."""
-    from planner.explain.resolve import solve_context
-
-    def fix(b: Built) -> None:
-        for key, p in b.pools.items():
-            b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))
-
-    extra = [k for k, n in servers.items() if n]
-    from planner.bom import PoolKey
-
-    ctx_pools = {PoolKey(*k) for k in extra}
-    used = {o.pool for w in ctx.workloads for o in w.inference} | {o.pool for w in ctx.workloads for o in w.training}
-    missing = ctx_pools - used
-    if missing:
-        # hardware no option of this scenario uses still stands (and costs): hold its pools
-        return _fixed_with_pools(ctx, servers, sorted(missing), time_limit_s)
-    plan, _ = solve_context(ctx, time_limit_s, fix)
-    return plan
-
-
-def _fixed_with_pools(ctx: Context, servers: ServerCounts, pools: list[Any], time_limit_s: float | None) -> Plan | None:
-    from planner.assemble import assemble_plan
-
-    b = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept, pools=pools)
-    for key, p in b.pools.items():
-        b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))
-    solved = solve(b.model, time_limit_s)
-    if solved.status not in ("optimal", "feasible"):
-        return None
-    return assemble_plan(ctx, b, solved)
 
 
 def contexts_for(base: LoadedProblem, scenarios: list[Scenario]) -> list[Context]:

@@ -1,0 +1,46 @@
+"""One scenario operated on hardware already chosen: exactly these servers, the rest decided as
+usual (replicas, renting, schedule). Shared by ``whatif --scenarios`` and the two-stage plans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.bom import PoolKey
+from planner.context import Context
+from planner.optimize.built import Built
+from planner.optimize.model import build
+from planner.optimize.solve import solve
+from planner.schema.plan import Plan
+
+ServerCounts = dict[tuple[str, str, str], int]
+
+
+def fixed_plan(ctx: Context, servers: ServerCounts, time_limit_s: float | None) -> Plan | None:
+    """The scenario's best operation of exactly these servers (None: they cannot serve it)."""
+    from planner.explain.resolve import solve_context
+
+    def fix(b: Built) -> None:
+        for key, p in b.pools.items():
+            b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))
+
+    extra = [k for k, n in servers.items() if n]
+    ctx_pools = {PoolKey(*k) for k in extra}
+    used = {o.pool for w in ctx.workloads for o in w.inference} | {o.pool for w in ctx.workloads for o in w.training}
+    missing = ctx_pools - used
+    if missing:
+        # hardware no option of this scenario uses still stands (and costs): hold its pools
+        return _fixed_with_pools(ctx, servers, sorted(missing), time_limit_s)
+    plan, _ = solve_context(ctx, time_limit_s, fix)
+    return plan
+
+
+def _fixed_with_pools(ctx: Context, servers: ServerCounts, pools: list[Any], time_limit_s: float | None) -> Plan | None:
+    from planner.assemble import assemble_plan
+
+    b = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept, pools=pools)
+    for key, p in b.pools.items():
+        b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))
+    solved = solve(b.model, time_limit_s)
+    if solved.status not in ("optimal", "feasible"):
+        return None
+    return assemble_plan(ctx, b, solved)
