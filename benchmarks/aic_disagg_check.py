@@ -18,7 +18,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from planner.perf.calibration.aic_disagg import DisaggReport, counts, markdown, report_json, run, skip_lines, text_table
+from planner.perf.calibration.aic_disagg import DisaggReport, run
+from planner.perf.calibration.aic_disagg_render import counts, markdown, report_json, skip_lines, text_table
 
 CSV_NAME = "aic_silicon.csv"
 DEFAULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "calibration" / CSV_NAME

@@ -10,40 +10,21 @@ from planner.catalog import Catalog
 from planner.options.disagg import kv_routes
 from planner.perf.disagg import estimate_phase
 from planner.perf.inference_types import InferenceQuery
-from planner.perf.links import link_for
-from planner.perf.shapes import shape_of
-from planner.perf.speculation import prefix_of
 from planner.schema.plan import Plan, ReplicaRow
 from planner.schema.problem import InferenceService
 
 P99 = tuple[float, float]
 
 
-def check_phase(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
-    """A prefill or decode replica recomputed: its capacity, latency and KV route ("" if it holds)."""
-    if svc.model is None or rep.precision not in svc.precisions:
-        return "a disaggregated replica needs the service's model and one of its precisions", (0.0, 0.0)
-    if rep.gpu not in catalog.gpus or rep.server not in catalog.servers:
-        return "not in the catalog this problem may buy from (excluded?)", (0.0, 0.0)
+def check_phase(svc: InferenceService, rep: ReplicaRow, catalog: Catalog, q: InferenceQuery) -> tuple[str, P99]:
+    """A prefill or decode replica recomputed from its query (the plan's replica kind, with the
+    service's targets): its capacity, latency and KV route ("" if it holds)."""
     if svc.disaggregation == "never":
         return "the service says disaggregation: never", (0.0, 0.0)
     chassis, gpu = catalog.servers[rep.server], catalog.gpus[rep.gpu]
     routes = [(link, group) for key, link, group in kv_routes(catalog, chassis, gpu) if key.fabric == rep.fabric]
     if not routes or routes[0][1] != rep.kv_group:
         return f"no KV route {rep.kv_group!r} for {rep.server} on {rep.fabric}", (0.0, 0.0)
-    q = InferenceQuery(
-        model=shape_of(svc.model, catalog),
-        gpu=gpu,
-        gpus=rep.gpus_per_replica,
-        precision=rep.precision,
-        input_tokens=svc.input_tokens,
-        output_tokens=svc.output_tokens,
-        link=link_for(chassis, gpu, rep.gpus_per_replica),
-        tpot_ms=svc.tpot_ms,
-        ttft_ms=svc.ttft_ms,
-        attention_dp=rep.attention_dp,
-        prefix=prefix_of(svc.prefix_cache),
-    )
     eff = catalog.efficiency
     est = estimate_phase(q, rep.mode, routes[0][0], eff.generations[gpu.generation], eff.serving)
     if not est.fits:

@@ -95,7 +95,7 @@ def check_inference(problem: Problem, catalog: Catalog, plan: Plan, errs: list[s
                 why, p99 = (
                     _check_measured(svc, rep, catalog)
                     if rep.source == "measured"
-                    else check_phase(svc, rep, catalog)
+                    else _check_phase(svc, rep, catalog)
                     if rep.mode != "aggregated"
                     else _check_modelled(svc, rep, catalog)
                 )
@@ -302,6 +302,16 @@ def _query(
         else None,
         **targets,  # type: ignore[arg-type]
     )
+
+
+def _check_phase(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
+    """A disaggregated phase's row, recomputed on its own query (``verify.disagg``)."""
+    if svc.model is None or rep.precision not in svc.precisions:
+        return "a disaggregated replica needs the service's model and one of its precisions", (0.0, 0.0)
+    if rep.gpu not in catalog.gpus or rep.server not in catalog.servers:
+        return "not in the catalog this problem may buy from (excluded?)", (0.0, 0.0)
+    q = _query(svc, rep, catalog, svc.input_tokens, svc.output_tokens, tpot_ms=svc.tpot_ms, ttft_ms=svc.ttft_ms)
+    return check_phase(svc, rep, catalog, q)
 
 
 def _check_modelled(svc: InferenceService, rep: ReplicaRow, catalog: Catalog) -> tuple[str, P99]:
