@@ -72,6 +72,31 @@ def _local(
     return results
 
 
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]]:
+    """A map over local worker processes that live for the whole block (what each worker has
+    prepared, it keeps between maps); in order, as ``map_ordered``. One worker, or inside a
+    worker already: the jobs run here."""
+    import multiprocessing
+
+    if workers < 2 or multiprocessing.parent_process() is not None:
+        yield lambda fn, jobs: [fn(job) for job in jobs]
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_signals)
+
+    def run(fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
+        return [_result(f) for f in [pool.submit(fn, job) for job in jobs]]
+
+    try:
+        yield run
+    except BaseException:  # Ctrl-C, the deadline, a failed job: no worker goes on
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
 def _worker_signals() -> None:
     """In each worker: Ctrl-C is the parent's to handle (blocked, so that a solver installing its
     own SIGINT handler cannot take it either); SIGTERM, the parent's stop, ends the worker at once."""

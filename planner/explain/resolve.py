@@ -34,7 +34,7 @@ def variant_context(ctx: Context, path: str, value: Any) -> Context:
 
     assert ctx.loaded is not None
     loaded = variant(ctx.loaded, {path: value})
-    if not _moves_options(ctx, path):
+    if not moves_options(ctx, path):
         return replace(ctx, problem=loaded.problem, loaded=loaded)
     return prepare(loaded)
 
@@ -45,7 +45,7 @@ _MONEY_PATHS = ("finance.",)
 _OPTION_PATHS = ("finance.rent", "finance.buy")
 
 
-def _moves_options(ctx: Context, path: str) -> bool:
+def moves_options(ctx: Context, path: str) -> bool:
     """Whether moving ``path`` can change which deployment options exist: a limit says so in
     the table (stock, latency targets, deadlines and rack sizes prune options; budget, power,
     racks, demand and the GPU-type cap do not); anything else is derived again to be safe."""
