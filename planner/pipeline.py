@@ -33,27 +33,38 @@ def plan_problem(loaded: LoadedProblem, time_limit_s: float | None = None, base:
 
 
 def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
+    return certified_plan(ctx, time_limit_s)[0]
+
+
+def certified_plan(ctx: Context, time_limit_s: float | None = None) -> tuple[Plan, int | None]:
+    """The plan, and the least capital budget (model units) for which it is certainly the plan
+    too: the least-TCO plan found first and the plan itself both fit, the first was proven
+    optimal and every tie-break proven. A smaller budget that still holds both only removes
+    plans, none better, so a fresh solve would end on a plan equal in every tie-break (what-if
+    grids use it instead of solving again). None: not certified."""
     with run_budget(time_limit_s):
         return _plan(ctx, time_limit_s)
 
 
-def _plan(ctx: Context, time_limit_s: float | None) -> Plan:
+def _plan(ctx: Context, time_limit_s: float | None) -> tuple[Plan, int | None]:
     p = ctx.problem
     empty = [w for w in ctx.workloads if not w.feasible]
     if empty:
         settle()  # no option at all for a workload: infeasible, proven by the enumeration
-        return _infeasible(p, _no_option_diagnosis(ctx, empty, time_limit_s))
+        return _infeasible(p, _no_option_diagnosis(ctx, empty, time_limit_s)), None
     built = build(p, ctx.catalog, ctx.workloads, kept=ctx.kept)
     solved = _solved(built, p, time_limit_s)
     if solved.status == "infeasible":
-        return _infeasible(p, _diagnosis(ctx, time_limit_s))
+        return _infeasible(p, _diagnosis(ctx, time_limit_s)), None
     if solved.status not in ("optimal", "feasible"):
         raise TimeLimitError()
     from planner.verify import verify
 
     plan = assemble_plan(ctx, built, solved)
     plan.verification = verify(p, ctx.catalog, plan)
-    return plan
+    if solved.status != "optimal" or not solved.ties_proven or solved.cheapest_capex is None:
+        return plan, None
+    return plan, max(solved.cheapest_capex, solved.value(built.capex))
 
 
 def _solved(built: Built, p: Problem, time_limit_s: float | None) -> Solved:

@@ -63,6 +63,10 @@ class Solved:
     # the least TCO found, when a simpler plan within the tolerance was chosen over it
     cheapest: float | None = None
     cheapest_gpu_types: int | None = None
+    # after the tie-breaks: every stage proven (the plan is the same whatever the search path),
+    # and the capital the least-TCO plan found first needs (model units; what-if budget reuse)
+    ties_proven: bool = False
+    cheapest_capex: int | None = None
 
     @property
     def gap(self) -> float | None:

@@ -66,12 +66,14 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
     model.add(b.tco <= math.floor(cheapest * (1 + b.simplicity_tolerance))).with_name("tiebreak:tco")
     levels = tie_levels(b, model, first)
     solver = first.solver
+    proven = first.status == "optimal"
     for stage in stages(levels):
         objective = sum(w * lv.expr for w, lv in stage)
         model.minimize(objective)
         # No probing: it can spend the whole limit in presolve on a large model (measured:
         # stopped after presolve at 2 s), and the search starts from a complete hint.
         found = _run(model, limit, WORKERS, probing=0)
+        proven = proven and found.status == "optimal"
         if found.status not in ("optimal", "feasible"):
             break  # keep what the previous stage (or the first solve) found
         solver = found.solver
@@ -85,6 +87,8 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
         seconds=first.seconds + time.perf_counter() - start,
         cheapest=first.objective,
         cheapest_gpu_types=sum(first.value(f) for f in b.gpu_type_used.values()),
+        ties_proven=proven,
+        cheapest_capex=first.value(b.capex),
     )
 
 

@@ -3,8 +3,10 @@ each, and what differs between two plans. The overrides themselves: ``planner.io
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from planner import units as u
 from planner.errors import InputError
 from planner.io.overrides import grid, variant
 from planner.io.problem_io import LoadedProblem
@@ -29,23 +31,74 @@ def plan_summary(plan: Any) -> dict[str, Any]:
     return row
 
 
+BUDGET = "finance.budget_usd"
+
+
 def solve_variant(base: LoadedProblem, overrides: dict[str, Any], time_limit_s: float | None) -> dict[str, Any]:
     """One row of a grid: the swept values and the plan's summary, or the reason there is none."""
+    return solve_budgets(base, [overrides], time_limit_s)[0]
+
+
+def solve_budgets(
+    base: LoadedProblem, variants: list[dict[str, Any]], time_limit_s: float | None
+) -> list[dict[str, Any]]:
+    """Rows for variants that differ in the budget alone, the largest budget first: a plan
+    certified for a smaller budget (``pipeline.certified_plan``: the least-TCO plan and the plan
+    both fit it, every solve proven) is that budget's plan too, its limits read again; any other
+    variant is solved."""
+    from planner.context import prepare
     from planner.errors import PlannerError
-    from planner.pipeline import plan_problem
+    from planner.pipeline import certified_plan
 
-    row: dict[str, Any] = dict(overrides)
-    try:
-        row.update(plan_summary(plan_problem(variant(base, overrides), time_limit_s)))
-    except InputError as exc:
-        row.update(status="error", reason=exc.message if not exc.key else f"{exc.key}: {exc.message}")
-    except PlannerError as exc:
-        row.update(status="error", reason=str(exc))
-    return row
+    rows: list[dict[str, Any]] = []
+    held: tuple[Any, Any, int] | None = None  # (context, plan, capital it needs)
+    for overrides in variants:
+        row: dict[str, Any] = dict(overrides)
+        budget = overrides.get(BUDGET)
+        if held is not None and isinstance(budget, (int, float)) and held[2] <= math.floor(budget * u.MONEY_PER_USD):
+            row.update(plan_summary(_rebudgeted(held[0], held[1], overrides)))
+            rows.append(row)
+            continue
+        held = None
+        try:
+            ctx = prepare(variant(base, overrides))
+            plan, needs = certified_plan(ctx, time_limit_s)
+            row.update(plan_summary(plan))
+            if needs is not None and isinstance(budget, (int, float)):
+                held = (ctx, plan, needs)
+        except InputError as exc:
+            row.update(status="error", reason=exc.message if not exc.key else f"{exc.key}: {exc.message}")
+        except PlannerError as exc:
+            row.update(status="error", reason=str(exc))
+        rows.append(row)
+    return rows
 
 
-def _solve_in_worker(job: tuple[LoadedProblem, dict[str, Any], float | None]) -> dict[str, Any]:
-    return solve_variant(*job)
+def _rebudgeted(ctx: Any, plan: Any, overrides: dict[str, Any]) -> Any:
+    """The plan under another budget: the same purchase and operation, its limits measured again."""
+    from planner.limits.measure import measure
+    from planner.limits.table import constraint_rows
+
+    problem = ctx.problem.model_copy(
+        update={"finance": ctx.problem.finance.model_copy(update={"budget_usd": overrides[BUDGET]})}
+    )
+    return plan.model_copy(update={"constraints": constraint_rows(problem, ctx.catalog, measure(problem, plan))})
+
+
+def _solve_in_worker(job: tuple[LoadedProblem, list[dict[str, Any]], float | None]) -> list[dict[str, Any]]:
+    return solve_budgets(*job)
+
+
+def budget_groups(variants: list[dict[str, Any]]) -> list[list[int]]:
+    """Variants alike but for a numeric budget, largest budget first (each group one job);
+    every variant on its own when the budget is not swept or not a number."""
+    if not variants or any(not isinstance(v.get(BUDGET), (int, float)) for v in variants):
+        return [[i] for i in range(len(variants))]
+    groups: dict[str, list[int]] = {}
+    for i, v in enumerate(variants):
+        key = repr(sorted((k, repr(x)) for k, x in v.items() if k != BUDGET))
+        groups.setdefault(key, []).append(i)
+    return [sorted(g, key=lambda i: -float(variants[i][BUDGET])) for g in groups.values()]
 
 
 def run_grid(
@@ -59,14 +112,28 @@ def run_grid(
 ) -> list[dict[str, Any]]:
     """Solve every variant; a variant that fails is a row with its reason, not a crash.
 
-    Variants run in worker processes (``workers``) or on Ray (``executor="ray"``).
-    Each solve is deterministic on its own and rows come back in grid order, so the
+    Variants run in worker processes (``workers``) or on Ray (``executor="ray"``), those that
+    differ in the budget alone in one job (``solve_budgets``: a certified plan is not solved
+    again). Each solve is deterministic on its own and rows come back in grid order, so the
     table is the same whatever ran it.
     """
     from planner.executors import map_ordered
 
-    jobs = [(base, overrides, time_limit_s) for overrides in grid(sets)]
-    return map_ordered(_solve_in_worker, jobs, workers, executor, address, progress)
+    variants = grid(sets)
+    groups = budget_groups(variants)
+    sizes = iter([len(g) for g in groups])
+
+    def advance() -> None:
+        for _ in range(next(sizes, 1)):
+            progress()
+
+    jobs = [(base, [variants[i] for i in g], time_limit_s) for g in groups]
+    done = map_ordered(_solve_in_worker, jobs, workers, executor, address, advance if progress else None)
+    rows: list[dict[str, Any]] = [{} for _ in variants]
+    for g, got in zip(groups, done, strict=True):
+        for i, row in zip(g, got, strict=True):
+            rows[i] = row
+    return rows
 
 
 def differences(rows: list[dict[str, Any]], label: str = "problem") -> list[str]:
