@@ -88,6 +88,26 @@ def test_vss_is_positive_and_holds_against_independent_reevaluation(two_stage: P
     assert _hardware(st["deterministic_servers"]) == {k: n for k, n in servers_of(base_plan).items() if n}
 
 
+def test_the_spreadsheet_gives_vss_and_evpi_as_the_re_solves_measure_them(two_stage: Plan) -> None:
+    import io
+
+    from openpyxl import load_workbook
+
+    from planner.report.xlsx import plan_xlsx
+
+    st = two_stage.stochastic
+    assert st is not None
+    sheet = load_workbook(io.BytesIO(plan_xlsx(two_stage)))["Uncertainty"]
+    figures = {row[0]: row[1] for row in sheet.iter_rows(min_row=2, values_only=True)}
+    stochastic = _expected_on(_hardware(st["servers"]))
+    deterministic = _expected_on(_hardware(st["deterministic_servers"]))
+    assert figures["vss_usd"] == pytest.approx(deterministic - stochastic, abs=1.0)
+    base = loads_problem(PROBLEM, "u.yaml")
+    own = [plan_problem(variant(base, dict(s.set))).tco_usd for s in LOW_HIGH.scenarios]
+    assert figures["evpi_usd"] == pytest.approx(stochastic - sum(0.5 * t for t in own), abs=1.0)
+    assert figures["lower_bound_usd"] <= figures["expected_tco_usd"] + 0.01
+
+
 def test_evpi_is_the_expected_tco_over_each_scenarios_own_optimum(two_stage: Plan) -> None:
     st = two_stage.stochastic
     assert st is not None

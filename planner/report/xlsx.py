@@ -135,6 +135,10 @@ def plan_xlsx(plan: Plan, whatif: list[dict[str, Any]] | None = None) -> bytes:
                 "wait_and_see_tco_usd",
                 "vss_usd",
                 "evpi_usd",
+                "lower_bound_usd",
+                "gap",
+                "status",
+                "method",
             )
         ]
         cols = ["name", "probability", "status", "tco_usd", "own_optimum_tco_usd", "deterministic_hardware_tco_usd"]
