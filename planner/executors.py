@@ -73,10 +73,12 @@ def _local(
 
 
 @contextlib.contextmanager
-def worker_pool(workers: int) -> Iterator[Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]]:
+def worker_pool(
+    workers: int, setup: Callable[[], None] | None = None
+) -> Iterator[Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]]:
     """A map over local worker processes that live for the whole block (what each worker has
-    prepared, it keeps between maps); in order, as ``map_ordered``. One worker, or inside a
-    worker already: the jobs run here."""
+    prepared, it keeps between maps); in order, as ``map_ordered``. ``setup`` runs first in each
+    worker. One worker, or inside a worker already: the jobs run here."""
     import multiprocessing
 
     if workers < 2 or multiprocessing.parent_process() is not None:
@@ -84,7 +86,7 @@ def worker_pool(workers: int) -> Iterator[Callable[[Callable[[Any], Any], Sequen
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_signals)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(setup,))
 
     def run(fn: Callable[[Any], Any], jobs: Sequence[Any]) -> list[Any]:
         return [_result(f) for f in [pool.submit(fn, job) for job in jobs]]
@@ -95,6 +97,12 @@ def worker_pool(workers: int) -> Iterator[Callable[[Callable[[Any], Any], Sequen
         _stop(pool)
         raise
     pool.shutdown()
+
+
+def _worker_init(setup: Callable[[], None] | None) -> None:
+    _worker_signals()
+    if setup is not None:
+        setup()
 
 
 def _worker_signals() -> None:

@@ -128,3 +128,13 @@ def test_the_local_search_moves_a_server_in_every_direction() -> None:
         ((POOLS[0], 1), (POOLS[1], 1)),
         ((POOLS[1], 1),),  # moved from the 4-GPU pool to the 8-GPU one
     }
+
+
+def test_out_of_time_is_not_reported_as_a_scenario_nothing_can_serve() -> None:
+    """A scenario whose own solve ran out of time has no answer: exit 3, never "infeasible"."""
+    from planner.errors import TimeLimitError
+    from planner.whatif.montecarlo import ScenarioFile
+
+    spec = ScenarioFile.model_validate({"scenarios": [{"name": "more", "set": {"inference.chat.requests_per_s": 25}}]})
+    with pytest.raises(TimeLimitError):
+        two_stage.plan_under_uncertainty(load_problem(str(ROOT / "problems" / "startup.yaml")), spec, None, 1e-6)

@@ -130,6 +130,13 @@ def run_budget(time_limit_s: float | None, alarm: bool = False) -> Iterator[Budg
         _budget = None
 
 
+def detach_budget() -> None:
+    """In a worker process forked inside a run: its solves keep to their own limits, the same
+    whichever worker takes which job (the parent still ends the run at its deadline)."""
+    global _budget
+    _budget = None
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
     if _budget is not None and (not _budget.settled or _budget.cuttable):
         raise OutOfTime()

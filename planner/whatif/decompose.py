@@ -27,7 +27,7 @@ from typing import Any
 
 from planner.assemble import assemble_plan
 from planner.context import Context, prepare
-from planner.errors import InputError
+from planner.errors import InputError, TimeLimitError
 from planner.io.overrides import variant
 from planner.io.problem_io import LoadedProblem
 from planner.optimize.model import build
@@ -119,14 +119,16 @@ def own_optimum(job: tuple[Work, int, bool]) -> Own:
         from planner.pipeline import plan_context
         from planner.whatif.fixed import servers_of
 
-        plan = plan_context(ctx, work.time_limit_s)
+        plan = plan_context(ctx, work.time_limit_s)  # out of time: TimeLimitError
         if plan.status not in ("optimal", "feasible"):
-            return Own(None, None, None, plan.status == "infeasible")
+            return Own(None, None, None, True)
         return Own(plan.tco_usd, freeze(servers_of(plan)), None, plan.status == "optimal")
     b = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept)
     solved = solve(b.model, work.time_limit_s)
+    if solved.status == "unknown":  # out of time is not "no purchase serves it"
+        raise TimeLimitError()
     if solved.status not in ("optimal", "feasible"):
-        return Own(None, None, None, solved.status == "infeasible")
+        return Own(None, None, None, True)
     tco, floor = _dollars(ctx, b, solved)
     hardware = freeze({(k.server, k.gpu, k.fabric): solved.value(p.servers) for k, p in b.pools.items()})
     return Own(tco, hardware, floor, solved.status == "optimal")

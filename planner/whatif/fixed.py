@@ -8,6 +8,7 @@ from typing import Any
 
 from planner.bom import PoolKey
 from planner.context import Context
+from planner.errors import TimeLimitError
 from planner.optimize.built import Built
 from planner.optimize.model import build
 from planner.optimize.solve import solve
@@ -69,7 +70,7 @@ def operable(ctx: Context, servers: ServerCounts) -> Context:
 
 def fixed_tco(ctx: Context, servers: ServerCounts, time_limit_s: float | None) -> tuple[Built, Any] | None:
     """Operate exactly these servers on the cut context: the built model and its solve (None:
-    they cannot serve the scenario)."""
+    they cannot serve the scenario; ``TimeLimitError`` when the time ran out first)."""
     cut = operable(ctx, servers)
     if not all(w.feasible for w in cut.workloads):
         return None
@@ -78,6 +79,8 @@ def fixed_tco(ctx: Context, servers: ServerCounts, time_limit_s: float | None) -
     for key, p in b.pools.items():
         b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))
     solved = solve(b.model, time_limit_s)
+    if solved.status == "unknown":  # out of time is not "they cannot serve it"
+        raise TimeLimitError()
     if solved.status not in ("optimal", "feasible"):
         return None
     return b, solved

@@ -35,7 +35,7 @@ from planner.errors import InputError
 from planner.executors import worker_pool
 from planner.io.overrides import variant
 from planner.io.problem_io import LoadedProblem
-from planner.optimize.solve import solve
+from planner.optimize.solve import detach_budget, solve
 from planner.schema.plan import Plan
 from planner.whatif.decompose import Decomposed, Work, context_of, decompose, forget, freeze, new_work, remember, thaw
 from planner.whatif.fixed import ServerCounts, fixed_plan, servers_of
@@ -91,7 +91,7 @@ def plan_under_uncertainty(
     # performance tables) they inherit, and the base problem's context with it
     base_ctx = remember(work, len(scenarios), prepare(base))
     try:
-        with worker_pool(min(os.cpu_count() or 1, len(scenarios) + 1)) as run:
+        with worker_pool(min(os.cpu_count() or 1, len(scenarios) + 1), detach_budget) as run:
             d = decompose(run, work, [s.probability for s in scenarios], risk)
         joint = _joint(work, d, risk, time_limit_s) if _joint_worth_it(work, d) else None
         if d.hardware is None:
