@@ -39,6 +39,7 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     catalog = load_catalog()
     monkeypatch.setattr(perf_inference, "KEPT", Memo())
     monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_GPUS", 10**9)
     alone = build_options(problem, catalog)
 
     calls: list[int] = []
@@ -58,3 +59,29 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)
     assert len(perf_inference.KEPT) > 0  # the parent kept what the workers estimated
+
+
+def test_few_services_split_the_gpus_and_the_parent_estimates_nothing_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = loads_problem(PROBLEM, "many.yaml").problem
+    catalog = load_catalog()
+    monkeypatch.setattr(perf_inference, "KEPT", Memo())
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_GPUS", 10**9)
+    alone = build_options(problem, catalog)
+    made_alone = len(perf_inference.KEPT)
+
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(perf_inference, "KEPT", Memo())
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_GPUS", 2)
+    here: list[int] = []  # estimates made in this process (a forked worker appends to its own copy)
+    estimate = perf_inference._estimate
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        here.append(1)
+        return estimate(*args, **kwargs)
+
+    monkeypatch.setattr(perf_inference, "_estimate", counted)
+    split = build_options(problem, catalog)
+    assert _fingerprint(split) == _fingerprint(alone)
+    assert len(perf_inference.KEPT) == made_alone  # the workers made every estimate one process makes
+    assert here == []  # and the parent made none of them again

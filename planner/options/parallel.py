@@ -1,4 +1,6 @@
-"""Every service's replica kinds, in worker processes when there are many services.
+"""Every service's replica kinds, in worker processes: split by service when there are many,
+else by GPU (each worker estimates its share of the GPUs for every service, and the parent's
+enumeration then finds every estimate made).
 
 Each service's options are independent of the others' and take about a second to estimate
 (a rate search per GPU, size and precision), so on a many-service problem the enumeration
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from dataclasses import replace
 from typing import Any
 
 from planner.bom import PoolKey
@@ -23,22 +26,20 @@ from planner.perf import inference as perf_inference
 from planner.schema.problem import InferenceService
 
 PARALLEL_FROM_SERVICES = 8  # fewer: starting workers costs more than it saves
+PARALLEL_FROM_GPUS = 6  # fewer services: split the GPUs instead, when there are this many
 
 
 def service_options(services: list[InferenceService], catalog: Catalog, limit: PoolLimit) -> list[WorkloadOptions]:
-    workers = min(os.cpu_count() or 1, len(services))
-    if len(services) < PARALLEL_FROM_SERVICES or workers < 2 or multiprocessing.parent_process() is not None:
+    cores = os.cpu_count() or 1
+    if cores < 2 or multiprocessing.parent_process() is not None or not services:
+        return [inference_options(svc, catalog, limit) for svc in services]
+    if len(services) < PARALLEL_FROM_SERVICES:
+        _estimate_by_gpu(services, catalog, limit, cores)
         return [inference_options(svc, catalog, limit) for svc in services]
     from planner.executors import map_ordered
 
-    keys = {PoolKey(chassis.id, gpu, "none") for chassis in catalog.servers.values() for gpu in chassis.gpus}
-    keys |= {  # the pools disaggregated phases may live on
-        key
-        for chassis in catalog.servers.values()
-        for gpu in chassis.gpus
-        for key, _, _ in kv_routes(catalog, chassis, catalog.gpus[gpu])
-    }
-    limits = {key: limit(key) for key in keys}
+    workers = min(cores, len(services))
+    limits = _limits(catalog, limit)
     jobs = [(services[w::workers], catalog, limits) for w in range(workers)]
     done = map_ordered(_options_of, jobs, workers)
     out: list[WorkloadOptions | None] = [None] * len(services)
@@ -55,3 +56,44 @@ def _options_of(job: tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[
     before = perf_inference.KEPT.keys()
     options = [inference_options(svc, catalog, limits.__getitem__) for svc in services]
     return options, perf_inference.KEPT.since(before)
+
+
+def _limits(catalog: Catalog, limit: PoolLimit) -> dict[PoolKey, tuple[int, str]]:
+    """Every pool's limit, for workers (the parent's function does not travel)."""
+    keys = {PoolKey(chassis.id, gpu, "none") for chassis in catalog.servers.values() for gpu in chassis.gpus}
+    keys |= {  # the pools disaggregated phases may live on
+        key
+        for chassis in catalog.servers.values()
+        for gpu in chassis.gpus
+        for key, _, _ in kv_routes(catalog, chassis, catalog.gpus[gpu])
+    }
+    return {key: limit(key) for key in keys}
+
+
+def _estimate_by_gpu(services: list[InferenceService], catalog: Catalog, limit: PoolLimit, cores: int) -> None:
+    """Few services: their replica kinds estimated in workers, each on a share of the GPUs, the
+    estimates kept here; the enumeration that follows finds them made (the same answers)."""
+    from planner.executors import map_ordered
+
+    gpus = sorted(catalog.gpus)
+    if len(gpus) < PARALLEL_FROM_GPUS:
+        return
+    limits = _limits(catalog, limit)
+    shares = [set(gpus[w::cores]) for w in range(cores)]
+    jobs = [(services, _with_gpus(catalog, share), limits) for share in shares]
+    for _, made in map_ordered(_options_of, jobs, cores):
+        perf_inference.KEPT.remember(made)
+
+
+def _with_gpus(catalog: Catalog, share: set[str]) -> Catalog:
+    servers = {
+        k: c.model_copy(update={"gpus": [g for g in c.gpus if g in share]})
+        for k, c in catalog.servers.items()
+        if any(g in share for g in c.gpus)
+    }
+    return replace(
+        catalog,
+        gpus={k: g for k, g in catalog.gpus.items() if k in share},
+        servers=servers,
+        rentals={k: r for k, r in catalog.rentals.items() if k in share},
+    )
