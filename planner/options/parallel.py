@@ -1,6 +1,6 @@
-"""Every service's replica kinds, in worker processes: split by service when there are many,
-else by GPU (each worker estimates its share of the GPUs for every service, and the parent's
-enumeration then finds every estimate made).
+"""Every workload's options, with worker processes: split by service when there are many
+services, else by GPU beforehand (each worker enumerates every workload on its share of the
+GPUs; the parent keeps their estimates, and its own enumeration then finds them made).
 
 Each service's options are independent of the others' and take about a second to estimate
 (a rate search per GPU, size and precision), so on a many-service problem the enumeration
@@ -23,18 +23,19 @@ from planner.options.disagg import kv_routes
 from planner.options.inference import inference_options
 from planner.options.types import PoolLimit, WorkloadOptions
 from planner.perf import inference as perf_inference
-from planner.schema.problem import InferenceService
+from planner.perf import training as perf_training
+from planner.schema.problem import InferenceService, Problem
 
 PARALLEL_FROM_SERVICES = 8  # fewer: starting workers costs more than it saves
 PARALLEL_FROM_GPUS = 6  # fewer services: split the GPUs instead, when there are this many
+_warmed = False  # this process has split the GPUs once already
 
 
 def service_options(services: list[InferenceService], catalog: Catalog, limit: PoolLimit) -> list[WorkloadOptions]:
     cores = os.cpu_count() or 1
     if cores < 2 or multiprocessing.parent_process() is not None or not services:
         return [inference_options(svc, catalog, limit) for svc in services]
-    if len(services) < PARALLEL_FROM_SERVICES:
-        _estimate_by_gpu(services, catalog, limit, cores)
+    if len(services) < PARALLEL_FROM_SERVICES:  # estimated beforehand by GPU (``estimate_by_gpu``)
         return [inference_options(svc, catalog, limit) for svc in services]
     from planner.executors import map_ordered
 
@@ -70,19 +71,39 @@ def _limits(catalog: Catalog, limit: PoolLimit) -> dict[PoolKey, tuple[int, str]
     return {key: limit(key) for key in keys}
 
 
-def _estimate_by_gpu(services: list[InferenceService], catalog: Catalog, limit: PoolLimit, cores: int) -> None:
-    """Few services: their replica kinds estimated in workers, each on a share of the GPUs, the
-    estimates kept here; the enumeration that follows finds them made (the same answers)."""
+def estimate_by_gpu(problem: Problem, catalog: Catalog, slower: bool) -> None:
+    """Few services: every workload's estimates made in workers, each enumerating the options on
+    its share of the GPUs, and kept here; the enumeration that follows finds them made (the same
+    answers, as the estimates are pure functions of their queries). Once per process: the first
+    enumeration is the cold one; later ones (variants, explanations) mostly find their estimates
+    kept already, and forking for them would cost more than it saves."""
+    global _warmed
+    cores = os.cpu_count() or 1
+    gpus = sorted(catalog.gpus)
+    if (
+        _warmed
+        or cores < 2
+        or len(gpus) < PARALLEL_FROM_GPUS
+        or len(problem.inference) >= PARALLEL_FROM_SERVICES
+        or multiprocessing.parent_process() is not None
+    ):
+        return
     from planner.executors import map_ordered
 
-    gpus = sorted(catalog.gpus)
-    if len(gpus) < PARALLEL_FROM_GPUS:
-        return
-    limits = _limits(catalog, limit)
-    shares = [set(gpus[w::cores]) for w in range(cores)]
-    jobs = [(services, _with_gpus(catalog, share), limits) for share in shares]
-    for _, made in map_ordered(_options_of, jobs, cores):
-        perf_inference.KEPT.remember(made)
+    _warmed = True
+    jobs = [(problem, _with_gpus(catalog, set(gpus[w::cores])), slower) for w in range(cores)]
+    for inference, training in map_ordered(_estimates_of, jobs, cores):
+        perf_inference.KEPT.remember(inference)
+        perf_training.KEPT.remember(training)
+
+
+def _estimates_of(job: tuple[Problem, Catalog, bool]) -> tuple[Any, Any]:
+    from planner.options.build import build_options
+
+    problem, catalog, slower = job
+    before = perf_inference.KEPT.keys(), perf_training.KEPT.keys()
+    build_options(problem, catalog, slower)
+    return perf_inference.KEPT.since(before[0]), perf_training.KEPT.since(before[1])
 
 
 def _with_gpus(catalog: Catalog, share: set[str]) -> Catalog:
