@@ -3,6 +3,7 @@ each, and what differs between two plans. The overrides themselves: ``planner.io
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -89,6 +90,16 @@ def _solve_in_worker(job: tuple[LoadedProblem, list[dict[str, Any]], float | Non
     return solve_budgets(*job)
 
 
+def _warm(base: LoadedProblem) -> None:
+    """Enumerate the base problem's options here first: the workers, forked after, inherit its
+    estimates (most of a first enumeration) instead of each making them again."""
+    from planner.context import prepare
+    from planner.errors import PlannerError
+
+    with contextlib.suppress(InputError, PlannerError):  # each variant's row says what is wrong with it
+        prepare(base)
+
+
 def budget_groups(variants: list[dict[str, Any]]) -> list[list[int]]:
     """Variants alike but for a numeric budget, largest budget first (each group one job);
     every variant on its own when the budget is not swept or not a number."""
@@ -127,6 +138,8 @@ def run_grid(
         for _ in range(next(sizes, 1)):
             progress()
 
+    if workers > 1 and executor == "local":
+        _warm(base)
     jobs = [(base, [variants[i] for i in g], time_limit_s) for g in groups]
     done = map_ordered(_solve_in_worker, jobs, workers, executor, address, advance if progress else None)
     rows: list[dict[str, Any]] = [{} for _ in variants]
