@@ -39,6 +39,20 @@ def variant_context(ctx: Context, path: str, value: Any) -> Context:
     return prepare(loaded)
 
 
+def derived_context(ctx: Context, overrides: dict[str, Any]) -> Context:
+    """The context with these problem values moved: the options kept when no path can change
+    them (demand, money), else prepared again. A budget given or taken away changes which options
+    dominate others (``options.dominance``): that is prepared again too."""
+    from planner.io.overrides import variant
+
+    assert ctx.loaded is not None
+    loaded = variant(ctx.loaded, overrides)
+    budget_set = (ctx.problem.finance.budget_usd is None) != (loaded.problem.finance.budget_usd is None)
+    if budget_set or any(moves_options(ctx, path) for path in overrides):
+        return prepare(loaded)
+    return replace(ctx, problem=loaded.problem, loaded=loaded)
+
+
 # Problem values outside the limits table that leave every option as it was: money only.
 # (``finance.rent`` and ``finance.buy`` add or remove options.)
 _MONEY_PATHS = ("finance.",)

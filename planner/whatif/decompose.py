@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from planner.assemble import assemble_plan
@@ -89,16 +89,13 @@ def context_of(work: Work, i: int) -> Context:
 def _prepare(work: Work, i: int) -> Context:
     """Scenario i's context; from the base problem's (when held) if its changes leave every option
     as it was (demand, money), as the what-if sweeps do."""
-    from planner.explain.resolve import moves_options
+    from planner.explain.resolve import derived_context
 
     o = work.overrides[i]
-    if not o:
-        return prepare(work.base)
-    loaded = variant(work.base, o)
     held = _contexts.get((work.token, len(work.overrides) - 1))
-    if held is not None and not any(moves_options(held, path) for path in o):
-        return replace(held, problem=loaded.problem, loaded=loaded)
-    return prepare(loaded)
+    if not o:
+        return held or prepare(work.base)
+    return derived_context(held, o) if held is not None else prepare(variant(work.base, o))
 
 
 def _dollars(ctx: Context, built: Any, solved: Any) -> tuple[float, float]:

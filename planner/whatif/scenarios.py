@@ -47,7 +47,6 @@ def solve_budgets(
     certified for a smaller budget (``pipeline.certified_plan``: the least-TCO plan and the plan
     both fit it, every solve proven) is that budget's plan too, its limits read again; any other
     variant is solved."""
-    from planner.context import prepare
     from planner.errors import PlannerError
     from planner.pipeline import certified_plan
 
@@ -62,7 +61,7 @@ def solve_budgets(
             continue
         held = None
         try:
-            ctx = prepare(variant(base, overrides))
+            ctx = _context_for(base, overrides)
             plan, needs = certified_plan(ctx, time_limit_s)
             row.update(plan_summary(plan))
             if needs is not None and isinstance(budget, (int, float)):
@@ -92,12 +91,31 @@ def _solve_in_worker(job: tuple[LoadedProblem, list[dict[str, Any]], float | Non
 
 def _warm(base: LoadedProblem) -> None:
     """Enumerate the base problem's options here first: the workers, forked after, inherit its
-    estimates (most of a first enumeration) instead of each making them again."""
+    estimates (most of a first enumeration) instead of each making them again, and a variant that
+    moves only demand or money derives its context from it (``explain.resolve.derived_context``)."""
     from planner.context import prepare
     from planner.errors import PlannerError
 
+    global _warm_context
     with contextlib.suppress(InputError, PlannerError):  # each variant's row says what is wrong with it
-        prepare(base)
+        _warm_context = (_fingerprint(base), prepare(base))
+
+
+def _fingerprint(base: LoadedProblem) -> str:
+    return base.problem.model_dump_json()
+
+
+def _context_for(base: LoadedProblem, overrides: dict[str, Any]) -> Any:
+    """The variant's context: derived from the warm base context when this is its problem."""
+    from planner.context import prepare
+    from planner.explain.resolve import derived_context
+
+    if _warm_context is not None and _warm_context[0] == _fingerprint(base):
+        return derived_context(_warm_context[1], overrides)
+    return prepare(variant(base, overrides))
+
+
+_warm_context: tuple[str, Any] | None = None  # the base problem's context, inherited by forked workers
 
 
 def budget_groups(variants: list[dict[str, Any]]) -> list[list[int]]:
@@ -138,7 +156,7 @@ def run_grid(
         for _ in range(next(sizes, 1)):
             progress()
 
-    if workers > 1 and executor == "local":
+    if executor == "local":
         _warm(base)
     jobs = [(base, [variants[i] for i in g], time_limit_s) for g in groups]
     done = map_ordered(_solve_in_worker, jobs, workers, executor, address, advance if progress else None)
