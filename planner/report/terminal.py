@@ -389,3 +389,12 @@ def _stochastic(plan: Plan, console: Console) -> None:
             f"{usd(st['vss_usd'])}. Knowing the future would save {usd(st['evpi_usd'])} (EVPI)."
         )
     )
+    if st.get("gap") is not None:
+        proof = "proven the best purchase" if st.get("status") == "optimal" else f"at most {100 * st['gap']:.1f}% above"
+        console.print(
+            plain(
+                f"No purchase serving every scenario costs less than {usd(st.get('lower_bound_usd'))} in "
+                f"{'expected TCO plus the tail term' if st.get('risk') else 'expected TCO'}: this one is {proof} "
+                f"({st.get('method')}, {st.get('purchases_scored')} purchases scored)."
+            )
+        )
