@@ -23,7 +23,7 @@ from planner.schema.problem import Problem
 def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> list[WorkloadOptions]:
     """Every workload's options. ``slower`` adds, for a diagnosis, training sizes that
     miss the deadline, so that "extend the deadline to D" can be measured."""
-    estimate_by_gpu(problem, catalog, slower)
+    estimate_by_gpu(problem, catalog, slower, build_options)
     limits: dict[PoolKey, tuple[int, str]] = {}
 
     def limit(key: PoolKey) -> tuple[int, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +30,8 @@ from planner.schema.problem import InferenceService, Problem
 PARALLEL_FROM_SERVICES = 8  # fewer: starting workers costs more than it saves
 PARALLEL_FROM_GPUS = 6  # fewer services: split the GPUs instead, when there are this many
 _warmed = False  # this process has split the GPUs once already
+# every workload's options (``build.build_options``, passed in: it calls this module)
+Enumerate = Callable[[Problem, Catalog, bool], list[WorkloadOptions]]
 
 
 def service_options(services: list[InferenceService], catalog: Catalog, limit: PoolLimit) -> list[WorkloadOptions]:
@@ -71,7 +74,7 @@ def _limits(catalog: Catalog, limit: PoolLimit) -> dict[PoolKey, tuple[int, str]
     return {key: limit(key) for key in keys}
 
 
-def estimate_by_gpu(problem: Problem, catalog: Catalog, slower: bool) -> None:
+def estimate_by_gpu(problem: Problem, catalog: Catalog, slower: bool, enumerate_all: Enumerate) -> None:
     """Few services: every workload's estimates made in workers, each enumerating the options on
     its share of the GPUs, and kept here; the enumeration that follows finds them made (the same
     answers, as the estimates are pure functions of their queries). Once per process: the first
@@ -91,18 +94,16 @@ def estimate_by_gpu(problem: Problem, catalog: Catalog, slower: bool) -> None:
     from planner.executors import map_ordered
 
     _warmed = True
-    jobs = [(problem, _with_gpus(catalog, set(gpus[w::cores])), slower) for w in range(cores)]
+    jobs = [(problem, _with_gpus(catalog, set(gpus[w::cores])), slower, enumerate_all) for w in range(cores)]
     for inference, training in map_ordered(_estimates_of, jobs, cores):
         perf_inference.KEPT.remember(inference)
         perf_training.KEPT.remember(training)
 
 
-def _estimates_of(job: tuple[Problem, Catalog, bool]) -> tuple[Any, Any]:
-    from planner.options.build import build_options
-
-    problem, catalog, slower = job
+def _estimates_of(job: tuple[Problem, Catalog, bool, Enumerate]) -> tuple[Any, Any]:
+    problem, catalog, slower, enumerate_all = job
     before = perf_inference.KEPT.keys(), perf_training.KEPT.keys()
-    build_options(problem, catalog, slower)
+    enumerate_all(problem, catalog, slower)
     return perf_inference.KEPT.since(before[0]), perf_training.KEPT.since(before[1])
 
 
