@@ -155,22 +155,7 @@ def _report(
     mine = d.search.tcos[d.hardware]
     det = d.search.tcos.get(d.deterministic) if d.deterministic is not None else None
     det_row: list[float | None] = det if det is not None else [None] * len(d.servable)
-    rows: list[dict[str, Any]] = []
-    for i, s in enumerate(scenarios):
-        row: dict[str, Any] = {"name": s.name, "probability": s.probability}
-        if i not in d.servable:
-            rows.append({**row, "tco_usd": None, "status": "infeasible", "own_optimum_tco_usd": None})
-            continue
-        k = d.servable.index(i)
-        rows.append(
-            {
-                **row,
-                "tco_usd": mine[k],
-                "status": "optimal" if d.own[i].optimal else "feasible",
-                "own_optimum_tco_usd": d.own[i].tco_usd,
-                "deterministic_hardware_tco_usd": det_row[k],
-            }
-        )
+    rows = _per_scenario(scenarios, d, mine, det_row)
     expected = _expect(d.probs, mine)
     eev = _expect(d.probs, det_row)
     ws = _expect(d.probs, [d.own[i].tco_usd for i in d.servable])
@@ -200,6 +185,29 @@ def _report(
         "per_scenario": rows,
     }
     return plan
+
+
+def _per_scenario(
+    scenarios: list[Scenario], d: Decomposed, mine: list[float | None], det_row: list[float | None]
+) -> list[dict[str, Any]]:
+    """A row per scenario: its TCO on the purchase, its own optimum, on the deterministic purchase."""
+    rows: list[dict[str, Any]] = []
+    for i, s in enumerate(scenarios):
+        row: dict[str, Any] = {"name": s.name, "probability": s.probability}
+        if i not in d.servable:
+            rows.append({**row, "tco_usd": None, "status": "infeasible", "own_optimum_tco_usd": None})
+            continue
+        k = d.servable.index(i)
+        rows.append(
+            {
+                **row,
+                "tco_usd": mine[k],
+                "status": "optimal" if d.own[i].optimal else "feasible",
+                "own_optimum_tco_usd": d.own[i].tco_usd,
+                "deterministic_hardware_tco_usd": det_row[k],
+            }
+        )
+    return rows
 
 
 def _scenario_context(base_ctx: Context, scenario: Scenario) -> Context:
