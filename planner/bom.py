@@ -52,6 +52,13 @@ class PoolSpec:
         return self.server_power_w + self.nics_per_server * self.nic_power_w
 
 
+def buyable(catalog: Catalog, key: PoolKey) -> bool:
+    """Whether this catalog sells the pool's chassis with its GPU on its fabric (a scenario may
+    exclude parts another one buys)."""
+    chassis = catalog.servers.get(key.server)
+    return chassis is not None and key.gpu in chassis.gpus and key.gpu in catalog.gpus and key.fabric in catalog.fabrics
+
+
 def pool_spec(catalog: Catalog, key: PoolKey) -> PoolSpec:
     chassis = catalog.servers[key.server]
     gpu = catalog.gpus[key.gpu]

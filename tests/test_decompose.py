@@ -16,7 +16,7 @@ from planner.pipeline import plan_problem
 from planner.whatif import two_stage
 from planner.whatif.decompose import context_of, cvar, forget, freeze, neighbours, new_work, remember
 from planner.whatif.fixed import fixed_plan, fixed_tco, operable
-from tests.test_two_stage import LOW_HIGH, PROBLEM
+from tests.test_two_stage import LOW_HIGH, ONLY_L40S, PROBLEM
 
 ROOT = Path(__file__).resolve().parents[1]
 POOLS = [("pcie-4gpu-2u", "L40S", "none"), ("pcie-8gpu-4u", "L40S", "none")]  # the newsvendor's two
@@ -138,3 +138,28 @@ def test_out_of_time_is_not_reported_as_a_scenario_nothing_can_serve() -> None:
     spec = ScenarioFile.model_validate({"scenarios": [{"name": "more", "set": {"inference.chat.requests_per_s": 25}}]})
     with pytest.raises(TimeLimitError):
         two_stage.plan_under_uncertainty(load_problem(str(ROOT / "problems" / "startup.yaml")), spec, None, 1e-6)
+
+
+def test_a_scenario_that_cannot_buy_a_part_rules_out_purchases_with_it() -> None:
+    """One future sells no L40S: a purchase with L40S servers cannot have been made in it, so the
+    plan buys what every scenario sells (no traceback, no L40S in the purchase)."""
+    from planner.catalog import load_catalog
+    from planner.whatif.montecarlo import ScenarioFile
+
+    keep = {"L40S", "H100-PCIe"}
+    others = [g for g in load_catalog().gpus if g not in keep]
+    base = loads_problem(PROBLEM.replace(ONLY_L40S, ", ".join(others)), "u.yaml")
+    spec = ScenarioFile.model_validate(
+        {
+            "scenarios": [
+                {"name": "as-is", "set": {"inference.chat.requests_per_s": 60}},
+                {"name": "no-l40s", "set": {"catalog.exclude": [*others, "L40S"]}},
+            ]
+        }
+    )
+    plan = two_stage.plan_under_uncertainty(base, spec)
+    st = plan.stochastic
+    assert st is not None and st["servable"] == 2
+    assert st["servers"] and all(r["gpu"] != "L40S" for r in st["servers"])
+    assert all(row["tco_usd"] is not None for row in st["per_scenario"])
+    assert plan.verification == []

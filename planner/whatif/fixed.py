@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from planner.bom import PoolKey
+from planner.bom import PoolKey, buyable
 from planner.context import Context
 from planner.errors import TimeLimitError
 from planner.optimize.built import Built
@@ -71,10 +71,12 @@ def operable(ctx: Context, servers: ServerCounts) -> Context:
 def fixed_tco(ctx: Context, servers: ServerCounts, time_limit_s: float | None) -> tuple[Built, Any] | None:
     """Operate exactly these servers on the cut context: the built model and its solve (None:
     they cannot serve the scenario; ``TimeLimitError`` when the time ran out first)."""
+    pools = sorted(PoolKey(*k) for k, n in servers.items() if n)
+    if not all(buyable(ctx.catalog, key) for key in pools):
+        return None  # a part this scenario's catalog does not sell cannot have been bought in it
     cut = operable(ctx, servers)
     if not all(w.feasible for w in cut.workloads):
         return None
-    pools = sorted(PoolKey(*k) for k, n in servers.items() if n)
     b = build(cut.problem, cut.catalog, cut.workloads, kept=cut.kept, pools=pools)
     for key, p in b.pools.items():
         b.model.add(p.servers == servers.get((key.server, key.gpu, key.fabric), 0))

@@ -12,6 +12,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from planner.bom import buyable
 from planner.context import Context
 from planner.errors import InputError
 from planner.optimize.built import Built
@@ -75,7 +76,12 @@ def build_two_stage(contexts: list[Context], probabilities: list[float], risk: R
             if o.rent_usd_per_gpu_hour is not None
         }
     )
-    builts = [build(c.problem, c.catalog, c.workloads, kept=c.kept, into=model, pools=keys) for c in contexts]
+    builts = [  # a pool a scenario's catalog does not sell is absent there, so bought in none
+        build(
+            c.problem, c.catalog, c.workloads, kept=c.kept, into=model, pools=[k for k in keys if buyable(c.catalog, k)]
+        )
+        for c in contexts
+    ]
     ts = TwoStage(builts, model)
     first = builts[0]
     for key, pv in first.pools.items():
