@@ -31,6 +31,8 @@ def fixed_plan(ctx: Context, servers: ServerCounts, time_limit_s: float | None) 
 
     extra = [k for k, n in servers.items() if n]
     ctx_pools = {PoolKey(*k) for k in extra}
+    if not all(buyable(ctx.catalog, key) for key in ctx_pools):
+        return None  # a part this scenario's catalog does not sell cannot have been bought in it
     used = {o.pool for w in ctx.workloads for o in w.inference} | {o.pool for w in ctx.workloads for o in w.training}
     missing = ctx_pools - used
     if missing:
