@@ -7,13 +7,10 @@ from dataclasses import dataclass
 
 from planner.catalog import Catalog
 from planner.perf.calibration.aic_mapping import (
-    SYSTEMS,
     _int,
-    _precision,
     band_of,
-    catalog_model,
-    concurrency_of,
     measured_ms,
+    row_terms,
 )
 from planner.perf.calibration.mapping import Skip, chassis_for
 from planner.perf.disagg import KvLink
@@ -113,32 +110,22 @@ def to_case(row: dict[str, str], catalog: Catalog) -> tuple[DisaggCase, list[str
     """The planner's terms for a disagg row, and the mapping notes that applied; else ``Skip``."""
     if row["mode"].strip() != "disagg":
         raise Skip("not a disagg row")
-    model_id, model_note = catalog_model(row["model_path"], catalog)
-    system = row["system"].strip()
-    if system not in SYSTEMS:
-        raise Skip(f"system {system} not mapped")
-    gpu_id = catalog.find_gpu_id(SYSTEMS[system])
-    if gpu_id is None:
-        raise Skip(f"catalog has no GPU {SYSTEMS[system]}")
-    shape = shape_of(model_id, catalog)
-    precision, precision_note = _precision(row["precision"], gpu_id, shape, catalog)
-    concurrency = concurrency_of(row["silicon_data_source"])
-    prefill = _worker(row, "prefill", shape.attention_heads, gpu_id, catalog)
-    decode = _worker(row, "decode", shape.attention_heads, gpu_id, catalog)
+    t = row_terms(row, catalog)
+    prefill = _worker(row, "prefill", t.shape.attention_heads, t.gpu, catalog)
+    decode = _worker(row, "decode", t.shape.attention_heads, t.gpu, catalog)
     measured_ms(row)
     case = DisaggCase(
-        model=model_id,
-        gpu=gpu_id,
-        precision=precision,
+        model=t.model,
+        gpu=t.gpu,
+        precision=t.precision,
         input_tokens=_int(row["isl"], "isl"),
         output_tokens=_int(row["osl"], "osl"),
         prefill=prefill,
         decode=decode,
-        concurrency=concurrency,
-        kv_link=kv_link_for(catalog, gpu_id, prefill, decode),
+        concurrency=t.concurrency,
+        kv_link=kv_link_for(catalog, t.gpu, prefill, decode),
     )
-    notes = [n for n in (model_note and f"{row['model_path']} -> {model_id}: {model_note}", precision_note) if n]
-    return case, notes
+    return case, t.notes
 
 
 def query_for(case: DisaggCase, worker: Worker, catalog: Catalog) -> InferenceQuery:

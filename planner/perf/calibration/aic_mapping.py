@@ -175,10 +175,20 @@ def measured_ms(row: dict[str, str]) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def to_case(row: dict[str, str], catalog: Catalog) -> tuple[Case, list[str]]:
-    """The planner's query for an agg row, and the mapping notes that applied; else ``Skip``."""
-    if row["mode"].strip() != "agg":
-        raise Skip("disagg (separate prefill and decode workers): not modelled")
+@dataclass(frozen=True)
+class RowTerms:
+    """What every aiconfigurator row maps to, aggregated or disaggregated alike."""
+
+    model: str
+    gpu: str
+    shape: ModelShape
+    precision: str
+    concurrency: int
+    notes: list[str]  # the mapping notes that applied
+
+
+def row_terms(row: dict[str, str], catalog: Catalog) -> RowTerms:
+    """The row's model, GPU, precision and concurrency in the planner's terms; else ``Skip``."""
     model_id, model_note = catalog_model(row["model_path"], catalog)
     system = row["system"].strip()
     if system not in SYSTEMS:
@@ -189,6 +199,16 @@ def to_case(row: dict[str, str], catalog: Catalog) -> tuple[Case, list[str]]:
     shape = shape_of(model_id, catalog)
     precision, precision_note = _precision(row["precision"], gpu_id, shape, catalog)
     concurrency = concurrency_of(row["silicon_data_source"])
+    notes = [n for n in (model_note and f"{row['model_path']} -> {model_id}: {model_note}", precision_note) if n]
+    return RowTerms(model_id, gpu_id, shape, precision, concurrency, notes)
+
+
+def to_case(row: dict[str, str], catalog: Catalog) -> tuple[Case, list[str]]:
+    """The planner's query for an agg row, and the mapping notes that applied; else ``Skip``."""
+    if row["mode"].strip() != "agg":
+        raise Skip("disagg (separate prefill and decode workers): not modelled")
+    t = row_terms(row, catalog)
+    model_id, gpu_id, shape, precision, concurrency = t.model, t.gpu, t.shape, t.precision, t.concurrency
     if _int(row["pp_size"] or "1", "pp_size") > 1:
         raise Skip("pipeline parallelism not modelled")
     tp = _int(row["tp_size"], "tp_size")
@@ -213,4 +233,4 @@ def to_case(row: dict[str, str], catalog: Catalog) -> tuple[Case, list[str]]:
         attention_dp=dp,
         concurrency=concurrency,
     )
-    return case, [n for n in (model_note and f"{row['model_path']} -> {model_id}: {model_note}", precision_note) if n]
+    return case, t.notes
