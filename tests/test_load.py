@@ -9,11 +9,12 @@ import pytest
 
 from planner.catalog import load_catalog
 from planner.perf.engine import Engine, EngineLimits
-from planner.perf.inference import _Replica, engine_for, estimate_inference
+from planner.perf.inference import engine_for, estimate_inference
 from planner.perf.inference_types import InferenceQuery
 from planner.perf.links import link_for
 from planner.perf.load import Load
 from planner.perf.queueing import mg1_wait_mean, mg1_wait_quantile
+from planner.perf.replica import Replica
 from planner.perf.shapes import shape_of
 
 
@@ -43,7 +44,7 @@ def test_a_decode_only_iteration_is_the_decode_step() -> None:
     """The engine's iteration and the steady-batch model price a decode step alike."""
     q = _query()
     eff = load_catalog().efficiency
-    r = _Replica(q, eff.generations[q.gpu.generation], eff.serving)
+    r = Replica(q, eff.generations[q.gpu.generation], eff.serving)
     cost = _engine(q).cost
     for batch in (1, 16, 128):
         assert cost.iteration_s(batch, batch * r.ctx_avg) == pytest.approx(r.step_s(batch)[0], rel=1e-9)

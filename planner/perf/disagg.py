@@ -40,11 +40,12 @@ from dataclasses import dataclass
 
 from planner import units as u
 from planner.perf.engine import Engine
-from planner.perf.inference import _Replica, engine_for
+from planner.perf.inference import engine_for
 from planner.perf.inference_types import Footprint, InferenceEstimate, InferenceQuery
 from planner.perf.precision import compute_precision, kv_bytes
 from planner.perf.queueing import mg1_wait_mean, mg1_wait_quantile, poisson_quantile
 from planner.perf.rate_search import largest_within
+from planner.perf.replica import Replica
 from planner.schema.efficiency import GenerationEfficiency, ServingAssumptions
 
 PHASES = ("prefill", "decode")
@@ -81,7 +82,7 @@ def estimate_phase(
     if compute_precision(q.gpu, q.precision) is None:
         return InferenceEstimate(fits=False, reason=f"{q.gpu.id} has no {q.precision} tensor cores")
     engine = engine_for(q, gen, serving)
-    r = _Replica(q, gen, serving) if engine is not None else None
+    r = Replica(q, gen, serving) if engine is not None else None
     if engine is None or r is None:
         return InferenceEstimate(fits=False, reason="weights and one request's KV cache do not fit")
     gb = kv_gb_per_request(q, serving)
@@ -255,7 +256,7 @@ class DecodeLoad:
 
 
 def _decode(
-    q: InferenceQuery, engine: Engine, r: _Replica, serving: ServingAssumptions, base: Footprint
+    q: InferenceQuery, engine: Engine, r: Replica, serving: ServingAssumptions, base: Footprint
 ) -> InferenceEstimate:
     load = DecodeLoad(engine, q.input_tokens, q.output_tokens)
     if load.steps == 0:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from planner.perf.inference import _Replica
+    from planner.perf.replica import Replica
     from planner.perf.speculation import PrefixCache
 
 Seconds = float | np.ndarray
@@ -46,7 +46,7 @@ class EngineLimits:
 class IterationCost:
     """Seconds of one iteration of one replica; see the module docstring."""
 
-    def __init__(self, r: _Replica) -> None:
+    def __init__(self, r: Replica) -> None:
         m, s = r.q.model, r.s
         self._r = r
         self._model = m
