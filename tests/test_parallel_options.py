@@ -12,7 +12,6 @@ from planner.io.problem_io import loads_problem
 from planner.options import parallel
 from planner.options.build import build_options
 from planner.perf import inference as perf_inference
-from planner.perf import training as perf_training
 from planner.perf.memo import Memo
 
 PROBLEM = """
@@ -40,7 +39,6 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     catalog = load_catalog()
     monkeypatch.setattr(perf_inference, "KEPT", Memo())
     monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
-    monkeypatch.setattr(parallel, "PARALLEL_FROM_GPUS", 10**9)
     alone = build_options(problem, catalog)
 
     calls: list[int] = []
@@ -60,48 +58,3 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)
     assert len(perf_inference.KEPT) > 0  # the parent kept what the workers estimated
-
-
-WITH_JOBS = (
-    PROBLEM
-    + """
-training:
-  - {name: pretrain, model: {params_b: 3.0}, tokens: 6.0e11, deadline_days: 45, precision: bf16}
-"""
-)
-
-
-def test_few_services_split_the_gpus_and_the_parent_estimates_nothing_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = loads_problem(WITH_JOBS, "jobs.yaml").problem
-    catalog = load_catalog()
-    for memo in (perf_inference, perf_training):
-        monkeypatch.setattr(memo, "KEPT", Memo())
-    monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
-    monkeypatch.setattr(parallel, "PARALLEL_FROM_GPUS", 10**9)
-    alone = build_options(problem, catalog)
-    made_alone = len(perf_inference.KEPT), len(perf_training.KEPT)
-    trained_alone = [(wo.name, o.pool, o.gpus, o.days) for wo in alone for o in wo.training]
-
-    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
-    for memo in (perf_inference, perf_training):
-        monkeypatch.setattr(memo, "KEPT", Memo())
-    monkeypatch.setattr(parallel, "PARALLEL_FROM_GPUS", 2)
-    monkeypatch.setattr(parallel, "_warmed", False)
-    here: list[str] = []  # estimates made in this process (a forked worker appends to its own copy)
-    for module, name in ((perf_inference, "_estimate"), (perf_training, "_estimate_training")):
-        monkeypatch.setattr(module, name, _counted(getattr(module, name), here, name))
-    split = build_options(problem, catalog)
-    assert _fingerprint(split) == _fingerprint(alone)
-    assert [(wo.name, o.pool, o.gpus, o.days) for wo in split for o in wo.training] == trained_alone
-    assert trained_alone and made_alone[1] > 0
-    # the workers made every estimate one process makes, and the parent made none of them again
-    assert (len(perf_inference.KEPT), len(perf_training.KEPT)) == made_alone
-    assert here == []
-
-
-def _counted(fn: Any, calls: list[str], name: str) -> Any:
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(name)
-        return fn(*args, **kwargs)
-
-    return counted

@@ -12,7 +12,7 @@ from dataclasses import replace
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.dominance import prune_training
-from planner.options.parallel import estimate_by_gpu, service_options
+from planner.options.parallel import service_options
 from planner.options.pools import RELAXABLE_BOUNDS, pool_limit
 from planner.options.rentals import add_rentals
 from planner.options.training import topological, training_options
@@ -23,7 +23,6 @@ from planner.schema.problem import Problem
 def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> list[WorkloadOptions]:
     """Every workload's options. ``slower`` adds, for a diagnosis, training sizes that
     miss the deadline, so that "extend the deadline to D" can be measured."""
-    estimate_by_gpu(problem, catalog, slower, build_options)
     limits: dict[PoolKey, tuple[int, str]] = {}
 
     def limit(key: PoolKey) -> tuple[int, str]:
