@@ -70,7 +70,9 @@ def _plan(ctx: Context, time_limit_s: float | None) -> tuple[Plan, int | None]:
 def _solved(built: Built, p: Problem, time_limit_s: float | None) -> Solved:
     """The least-TCO solve, then the tie-breaks (equal TCO: fewer GPU types, less power, earlier starts)."""
     routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
-    solved = solve(built.model, time_limit_s, lb_tree_search=routing_only)
+    from planner.optimize.consolidate import start_model
+
+    solved = solve(built.model, time_limit_s, lb_tree_search=routing_only, start_from=start_model(built))
     if solved.status in ("optimal", "feasible") and not budget_spent():
         from planner.optimize.tiebreak import break_ties
 

@@ -39,6 +39,21 @@ class FabricVars:
 
 
 @dataclass
+class Floor:
+    """A service alone (``optimize.serving.service_floors``): its replica kinds, each replica's
+    share of servers and racks (or rent) in whole dollars, rates in model units, replicas per
+    failure domain, demand and spares; and the floor found: (least cost, replicas per kind)."""
+
+    reps: list[tuple[InferenceOption, cp_model.IntVar]]
+    costs: list[int]
+    pers: list[int]
+    per_domain: list[int]
+    need: int
+    spare: int
+    found: tuple[int, tuple[int, ...]] | None
+
+
+@dataclass
 class Built:
     model: cp_model.CpModel
     pools: dict[PoolKey, PoolVars] = field(default_factory=dict)
@@ -64,6 +79,8 @@ class Built:
     storage_tb: int = 0
     storage_ports: int = 0
     storage_on: Expr = 0  # 1 when some racked server is bought (storage serves a cluster)
+    floors: dict[str, Floor] = field(default_factory=dict)  # per service with a cost floor
+    gpu_share_usd: dict[PoolKey, int] = field(default_factory=dict)  # a GPU's share of its server and rack
     gpu_type_used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # owned: some server of it
     gpu_vendor: dict[str, str] = field(default_factory=dict)  # each owned GPU type's vendor
     simplicity_tolerance: float = 0.0  # share of the least TCO the tie-breaks may pay for fewer types

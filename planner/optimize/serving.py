@@ -13,7 +13,7 @@ from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.domains import pool_replicas_per_domain
 from planner.finance import Rates
-from planner.optimize.built import Built, Expr, upper
+from planner.optimize.built import Built, Expr, Floor, upper
 from planner.optimize.costs import rent_pv_usd
 from planner.optimize.disagg import group_flows
 from planner.options.types import InferenceOption, WorkloadOptions
@@ -298,6 +298,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
         # racks the site already has cost nothing: no share of one is certain
         rack_share = rack / p.fit_per_rack if p.fit_per_rack and not problem.site.existing_racks else 0.0
         site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
+    b.gpu_share_usd = site_per_gpu
     for name, per_year in b.serve.items():
         need, spare, pers, per_domain = b.serve_rates[name]
         if not per_year or not pers or f"service:{name}:rate" in relax:
@@ -309,14 +310,16 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
             else site_per_gpu[o.pool] * o.gpus_per_replica
             for o, _ in reps
         ]
-        bound = _floor(reps, costs, pers, per_domain, need, spare, name)
-        if bound is not None:
+        found = _floor(reps, costs, pers, per_domain, need, spare, name)
+        b.floors[name] = Floor(reps, costs, pers, per_domain, need, spare, found)
+        if found is not None:
+            bound = found[0]
             b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
                 f"service:{name}:floor"
             )
 
 
-_FLOORS: Memo[int | None] = Memo(10_000)
+_FLOORS: Memo[tuple[int, tuple[int, ...]] | None] = Memo(10_000)
 
 
 def _floor(
@@ -327,17 +330,21 @@ def _floor(
     need: int,
     spare: int,
     name: str,
-) -> int | None:
-    """The least cost of a service's GPUs served alone (its proven bound), kept for the process:
-    what-if variants that change neither its demand nor its prices ask the same question."""
+) -> tuple[int, tuple[int, ...]] | None:
+    """The least cost of a service's GPUs served alone (its proven bound) and the replicas per
+    kind that reach it, kept for the process: what-if variants that change neither its demand
+    nor its prices ask the same question."""
     uppers = [upper(r) for _, r in reps]
     pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
     modes = tuple((o.mode, o.kv_group) for o, _ in reps)
     key = (pools, modes, tuple(costs), tuple(uppers), tuple(pers), tuple(per_domain), need, spare)
-    return _FLOORS.get(key, lambda: _solve_floor(reps, uppers, costs, pers, per_domain, need, spare, name))
+    return _FLOORS.get(key, lambda: solve_alone(reps, uppers, costs, pers, per_domain, need, spare, name, FLOOR_DET_S))
 
 
-def _solve_floor(
+FLOOR_DET_S = 0.5
+
+
+def solve_alone(
     reps: list[tuple[InferenceOption, cp_model.IntVar]],
     uppers: list[int],
     costs: list[int],
@@ -346,7 +353,10 @@ def _solve_floor(
     need: int,
     spare: int,
     name: str,
-) -> int | None:
+    limit_s: float,
+) -> tuple[int, tuple[int, ...]] | None:
+    """A service alone over its replica counts (``uppers`` bound each kind; 0 leaves a kind
+    out): its proven least cost and the counts of the best mix found, or None."""
     alone = cp_model.CpModel()
     rs = [alone.new_int_var(0, top, "r") for top in uppers]
     triples = list(zip(reps, rs, pers, strict=True))
@@ -359,6 +369,8 @@ def _solve_floor(
     alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_deterministic_time = 0.5
+    solver.parameters.max_deterministic_time = limit_s
     status = solver.solve(alone)
-    return math.floor(solver.best_objective_bound) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return math.floor(solver.best_objective_bound), tuple(int(solver.value(r)) for r in rs)

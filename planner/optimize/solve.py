@@ -38,6 +38,7 @@ PORTFOLIO_WORKERS = 4
 FIRST_PHASE = 5.0
 SMALL_MODEL_VARIABLES = 5000
 DEFAULT_DETERMINISTIC_LIMIT = 60.0
+START_PHASE = 10.0  # a fixed start's solve (consolidate): measured 0.7 det. s on bench_large seed 7
 
 # The run's wall-clock deadline: one deterministic second took 1.5-3 wall seconds on a loaded
 # 2-core machine (benchmarks/README.md; 4-5 with other test runs beside it), and options and
@@ -172,16 +173,35 @@ def budget_spent() -> bool:
 
 
 def solve(
-    model: cp_model.CpModel, time_limit_s: float | None = None, workers: int = WORKERS, lb_tree_search: bool = False
+    model: cp_model.CpModel,
+    time_limit_s: float | None = None,
+    workers: int = WORKERS,
+    lb_tree_search: bool = False,
+    start_from: cp_model.CpModel | None = None,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
-    where the default search took up to 30 s; on scheduling models it is far slower."""
+    where the default search took up to 30 s; on scheduling models it is far slower.
+
+    ``start_from``: the model with some variables fixed (``optimize.consolidate``); its plan, when
+    found within ``START_PHASE``, is a complete hint for the search (the limit covers both)."""
     problem = model.validate()
     if problem:
         raise PlannerError(f"internal error: the optimisation model is invalid: {problem}")
     limit = time_limit_s or DEFAULT_DETERMINISTIC_LIMIT
     start = time.perf_counter()
+    try:
+        if start_from is not None:
+            pre = _run(start_from, min(limit, START_PHASE), workers)
+            limit -= pre.deterministic_s
+            if pre.status in ("optimal", "feasible"):
+                _hint_from(model, pre.solver)
+        return _solve(model, limit, workers, lb_tree_search, start)
+    finally:
+        model.clear_hints()
+
+
+def _solve(model: cp_model.CpModel, limit: float, workers: int, lb_tree_search: bool, start: float) -> Solved:
     # No presolve probing on small models: it halves their solve (startup 0.49 -> 0.24 s);
     # large ones reach a better incumbent with it (measured on benchmarks/bench_large.py).
     probing = 0 if len(model.proto.variables) < SMALL_MODEL_VARIABLES else 1
@@ -193,7 +213,6 @@ def solve(
     if first.status == "feasible":
         _hint_from(model, first.solver)
     second = _run(model, rest, PORTFOLIO_WORKERS)
-    model.clear_hints()
     best = second if _better(second, first) else first
     best.seconds = time.perf_counter() - start
     if best is first and second.status in ("optimal", "feasible"):

@@ -1,0 +1,168 @@
+"""A first plan for large fleets: services gathered on few pools, then the rest solved.
+
+Each service alone is cheapest on its own mix of replica kinds (its cost floor), but forty
+services on forty mixes leave many pools of part-filled servers: on the benchmark fleet
+(``benchmarks/bench_large.py``, seed 7) the plan with every service at its own floor costs
+$18.2M, more than the search finds in 60 deterministic seconds ($17.0M). This is facility
+location, and its classic greedy works: from the pools the floors use, drop the pool whose
+services, moved to their best mix on the pools left, save the most servers, while that saves
+money. Then the model with every such service's replicas fixed to its mix is solved (the jobs,
+network and racks stay free: a quick solve), and its plan starts the search as a complete hint.
+
+The start changes no bound and no optimum: a hint only orders the search. It is deterministic
+(each service's solve has a deterministic limit and one worker; ties go by pool label).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from planner.bom import PoolKey
+from planner.optimize.built import Built, Floor, upper
+from planner.optimize.serving import solve_alone
+
+MIN_SERVICES = 8  # fewer services share few pools anyway: the search finds the plan itself
+ALONE_DET_S = 0.2  # each service's solve on the pools left (the best found within it will do)
+CANDIDATES = 6  # pools tried per round: the least filled
+MAX_ROUNDS = 30
+MAX_SOLVES = 300  # services solved again in all: bounds the work on a fleet of hundreds of services
+
+
+@dataclass(frozen=True)
+class Mix:
+    """A service's replicas per kind, the GPUs they take per pool, and their rent (share dollars)."""
+
+    counts: tuple[int, ...]
+    gpus: dict[PoolKey, int]
+    rent_usd: int
+
+
+def start_model(b: Built) -> cp_model.CpModel | None:
+    """The model with each floored service's replicas fixed to its mix on the chosen pools, or
+    None when there are too few services (or several periods: floors are for one)."""
+    floors = {name: f for name, f in sorted(b.floors.items()) if f.found is not None}
+    if b.periods != 1 or len(floors) < MIN_SERVICES:
+        return None
+    mixes = {name: _mix(f, f.found[1]) for name, f in floors.items() if f.found is not None}
+    mixes = _consolidate(b, floors, mixes)
+    start = b.model.clone()
+    for name, mix in mixes.items():
+        for (_, r), count in zip(floors[name].reps, mix.counts, strict=True):
+            start.add(start.get_int_var_from_proto_index(r.index) == count)
+    return start
+
+
+def _mix(f: Floor, counts: tuple[int, ...]) -> Mix:
+    gpus: dict[PoolKey, int] = {}
+    rent = 0
+    for (o, _), cost, n in zip(f.reps, f.costs, counts, strict=True):
+        if not n:
+            continue
+        if o.rent_usd_per_gpu_hour is not None:
+            rent += cost * n
+        else:
+            gpus[o.pool] = gpus.get(o.pool, 0) + o.gpus_per_replica * n
+    return Mix(counts, gpus, rent)
+
+
+def _cost(b: Built, mixes: dict[str, Mix]) -> int:
+    """Whole servers per pool at their share price, and the rent."""
+    used: dict[PoolKey, int] = {}
+    for mix in mixes.values():
+        for key, g in mix.gpus.items():
+            used[key] = used.get(key, 0) + g
+    servers = 0
+    for key, g in used.items():
+        per = b.pools[key].spec.gpus_per_server
+        servers += b.gpu_share_usd[key] * per * math.ceil(g / per)
+    return servers + sum(m.rent_usd for m in mixes.values())
+
+
+def _consolidate(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[str, Mix]:
+    allowed = {key for mix in mixes.values() for key in mix.gpus}
+    best = _cost(b, mixes)
+    seen: Seen = {}
+    for _ in range(MAX_ROUNDS):
+        trials = []
+        for key in _least_filled(b, mixes, allowed):
+            moved = _without(floors, mixes, allowed - {key}, key, seen)
+            if moved is not None:
+                trial = {**mixes, **moved}
+                trials.append((_cost(b, trial), key.label(), key, trial))
+        if not trials:
+            break
+        cost, _, key, trial = min(trials, key=lambda t: (t[0], t[1]))
+        if cost >= best:
+            break
+        best, mixes = cost, trial
+        allowed.discard(key)
+    return mixes
+
+
+def _least_filled(b: Built, mixes: dict[str, Mix], allowed: set[PoolKey]) -> list[PoolKey]:
+    """The pools in use with the fewest GPUs' worth of servers: where whole servers waste most."""
+    used: dict[PoolKey, int] = {}
+    for mix in mixes.values():
+        for key, g in mix.gpus.items():
+            used[key] = used.get(key, 0) + g
+    ranked = sorted((key for key in used if key in allowed), key=lambda k: (used[k] * b.gpu_share_usd[k], k.label()))
+    return ranked[:CANDIDATES]
+
+
+Seen = dict[str, list[tuple[frozenset[PoolKey], Mix | None]]]
+
+
+def _without(
+    floors: dict[str, Floor], mixes: dict[str, Mix], allowed: set[PoolKey], dropped: PoolKey, seen: Seen
+) -> dict[str, Mix] | None:
+    """The mixes of the services on ``dropped``, each solved again on ``allowed`` (rent stays
+    open); ``seen`` keeps each service's answers by the pools that were open."""
+    out = {}
+    for name, mix in mixes.items():
+        if dropped not in mix.gpus:
+            continue
+        f = floors[name]
+        open_ = frozenset(o.pool for o, _ in f.reps if o.rent_usd_per_gpu_hour is None and o.pool in allowed)
+        moved = _known(seen.setdefault(name, []), open_)
+        if moved is None and sum(len(a) for a in seen.values()) >= MAX_SOLVES:
+            return None
+        if moved is None:
+            moved = _alone(f, open_, name)
+            seen[name].append((open_, moved))
+        if moved is None:
+            return None
+        out[name] = moved
+    return out
+
+
+def _known(answers: list[tuple[frozenset[PoolKey], Mix | None]], open_: frozenset[PoolKey]) -> Mix | None:
+    """An answer on more pools that uses only pools still open is the answer on fewer too."""
+    for was, mix in answers:
+        if mix is not None and open_ <= was and set(mix.gpus) <= open_:
+            return mix
+    return None
+
+
+def _alone(f: Floor, open_: frozenset[PoolKey], name: str) -> Mix | None:
+    """The service's best mix on the open pools (and rent), solved on those kinds only."""
+    keep = [i for i, (o, _) in enumerate(f.reps) if o.rent_usd_per_gpu_hour is not None or o.pool in open_]
+    found = solve_alone(
+        [f.reps[i] for i in keep],
+        [upper(f.reps[i][1]) for i in keep],
+        [f.costs[i] for i in keep],
+        [f.pers[i] for i in keep],
+        [f.per_domain[i] for i in keep],
+        f.need,
+        f.spare,
+        name,
+        ALONE_DET_S,
+    )
+    if found is None:
+        return None
+    counts = [0] * len(f.reps)
+    for i, n in zip(keep, found[1], strict=True):
+        counts[i] = n
+    return _mix(f, tuple(counts))
