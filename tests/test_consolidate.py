@@ -59,9 +59,13 @@ def test_consolidation_never_costs_more_nor_opens_a_pool(built) -> None:  # type
     floors = {n: f for n, f in sorted(built.floors.items()) if f.found is not None}
     assert len(floors) == len(RATES) >= consolidate.MIN_SERVICES
     own = {n: consolidate._mix(f, f.found[1]) for n, f in floors.items()}
-    gathered = consolidate._consolidate(built, floors, own)
-    assert consolidate._cost(built, gathered) <= consolidate._cost(built, own)
-    assert _pools(built, gathered) <= _pools(built, own)
+    consolidated = consolidate._consolidate(built, floors, own)
+    gathered = consolidate._refill(built, floors, consolidated)
+    assert consolidate._cost(built, gathered) <= consolidate._cost(built, consolidated) <= consolidate._cost(built, own)
+    assert _pools(built, gathered) <= _pools(built, consolidated) <= _pools(built, own)
+    # here the floors' own mixes spread 8 services over 4 pools of part-filled servers
+    assert len(_pools(built, gathered)) < len(_pools(built, own))
+    assert consolidate._cost(built, gathered) < consolidate._cost(built, own)
     # whole servers by hand: each pool's GPUs rounded up, at the GPU's share price
     used: dict = {}
     for mix in gathered.values():
@@ -74,7 +78,8 @@ def test_consolidation_never_costs_more_nor_opens_a_pool(built) -> None:  # type
 
 def test_each_service_still_carries_its_demand(built) -> None:  # type: ignore[no-untyped-def]
     floors = {n: f for n, f in sorted(built.floors.items()) if f.found is not None}
-    gathered = consolidate._consolidate(built, floors, {n: consolidate._mix(f, f.found[1]) for n, f in floors.items()})
+    own = {n: consolidate._mix(f, f.found[1]) for n, f in floors.items()}
+    gathered = consolidate._refill(built, floors, consolidate._consolidate(built, floors, own))
     for name, mix in gathered.items():
         f = floors[name]
         carried = sum(per * n for per, n, (o, _) in zip(f.pers, mix.counts, f.reps, strict=True) if not o.disaggregated)

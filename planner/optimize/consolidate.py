@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner.bom import PoolKey
-from planner.optimize.built import Built, Floor, upper
-from planner.optimize.serving import solve_alone
+from planner.optimize.built import Built, Expr, Floor, upper
+from planner.optimize.serving import alone_model, solve_alone, solved_alone
 
 MIN_SERVICES = 8  # fewer services share few pools anyway: the search finds the plan itself
 ALONE_DET_S = 0.2  # each service's solve on the pools left (the best found within it will do)
 CANDIDATES = 6  # pools tried per round: the least filled
 MAX_ROUNDS = 30
+REFILL_DET_S = 0.1  # each service's solve given the others' servers
 MAX_SOLVES = 300  # services solved again in all: bounds the work on a fleet of hundreds of services
 
 
@@ -47,7 +48,7 @@ def start_model(b: Built) -> cp_model.CpModel | None:
     if b.periods != 1 or len(floors) < MIN_SERVICES:
         return None
     mixes = {name: _mix(f, f.found[1]) for name, f in floors.items() if f.found is not None}
-    mixes = _consolidate(b, floors, mixes)
+    mixes = _refill(b, floors, _consolidate(b, floors, mixes))
     start = b.model.clone()
     for name, mix in mixes.items():
         for (_, r), count in zip(floors[name].reps, mix.counts, strict=True):
@@ -68,12 +69,18 @@ def _mix(f: Floor, counts: tuple[int, ...]) -> Mix:
     return Mix(counts, gpus, rent)
 
 
-def _cost(b: Built, mixes: dict[str, Mix]) -> int:
-    """Whole servers per pool at their share price, and the rent."""
+def _used(mixes: dict[str, Mix]) -> dict[PoolKey, int]:
+    """GPUs per pool."""
     used: dict[PoolKey, int] = {}
     for mix in mixes.values():
         for key, g in mix.gpus.items():
             used[key] = used.get(key, 0) + g
+    return used
+
+
+def _cost(b: Built, mixes: dict[str, Mix]) -> int:
+    """Whole servers per pool at their share price, and the rent."""
+    used = _used(mixes)
     servers = 0
     for key, g in used.items():
         per = b.pools[key].spec.gpus_per_server
@@ -104,10 +111,7 @@ def _consolidate(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> d
 
 def _least_filled(b: Built, mixes: dict[str, Mix], allowed: set[PoolKey]) -> list[PoolKey]:
     """The pools in use with the fewest GPUs' worth of servers: where whole servers waste most."""
-    used: dict[PoolKey, int] = {}
-    for mix in mixes.values():
-        for key, g in mix.gpus.items():
-            used[key] = used.get(key, 0) + g
+    used = _used(mixes)
     ranked = sorted((key for key in used if key in allowed), key=lambda k: (used[k] * b.gpu_share_usd[k], k.label()))
     return ranked[:CANDIDATES]
 
@@ -166,3 +170,51 @@ def _alone(f: Floor, open_: frozenset[PoolKey], name: str) -> Mix | None:
     for i, n in zip(keep, found[1], strict=True):
         counts[i] = n
     return _mix(f, tuple(counts))
+
+
+def _refill(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[str, Mix]:
+    """One pass over the services, each moved to its cheapest mix on the pools in use given the
+    others' servers: it pays only for the servers it adds, so GPUs the others leave free in a
+    part-filled server cost it nothing (what share prices cannot see)."""
+    open_ = set(_used(mixes))
+    for name in sorted(mixes):
+        f = floors[name]
+        others = _used({n: m for n, m in mixes.items() if n != name})
+        keep = [i for i, (o, _) in enumerate(f.reps) if o.rent_usd_per_gpu_hour is not None or o.pool in open_]
+        alone, rs = alone_model(
+            [f.reps[i] for i in keep],
+            [upper(f.reps[i][1]) for i in keep],
+            [f.pers[i] for i in keep],
+            [f.per_domain[i] for i in keep],
+            f.need,
+            f.spare,
+            name,
+        )
+        by_pool: dict[PoolKey, list[tuple[int, cp_model.IntVar, int]]] = {}
+        cost: Expr = 0
+        for i, r in zip(keep, rs, strict=True):
+            o = f.reps[i][0]
+            alone.add_hint(r, mixes[name].counts[i])
+            if o.rent_usd_per_gpu_hour is not None:
+                cost += f.costs[i] * r
+            else:
+                by_pool.setdefault(o.pool, []).append((o.gpus_per_replica, r, upper(f.reps[i][1])))
+        for key, kinds in sorted(by_pool.items(), key=lambda kv: kv[0].label()):
+            per = b.pools[key].spec.gpus_per_server
+            have = others.get(key, 0)
+            free = math.ceil(have / per) * per - have
+            most = sum(g * top for g, _, top in kinds)
+            extra = alone.new_int_var(0, math.ceil(most / per), "servers")
+            alone.add(per * extra >= sum(g * r for g, r, _ in kinds) - free)
+            cost += b.gpu_share_usd[key] * per * extra
+        alone.minimize(cost)
+        found = solved_alone(alone, rs, REFILL_DET_S)
+        if found is None:
+            continue
+        counts = [0] * len(f.reps)
+        for i, n in zip(keep, found[1], strict=True):
+            counts[i] = n
+        moved = {**mixes, name: _mix(f, tuple(counts))}
+        if _cost(b, moved) < _cost(b, mixes):
+            mixes = moved
+    return mixes

@@ -357,6 +357,21 @@ def solve_alone(
 ) -> tuple[int, tuple[int, ...]] | None:
     """A service alone over its replica counts (``uppers`` bound each kind; 0 leaves a kind
     out): its proven least cost and the counts of the best mix found, or None."""
+    alone, rs = alone_model(reps, uppers, pers, per_domain, need, spare, name)
+    alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+    return solved_alone(alone, rs, limit_s)
+
+
+def alone_model(
+    reps: list[tuple[InferenceOption, cp_model.IntVar]],
+    uppers: list[int],
+    pers: list[int],
+    per_domain: list[int],
+    need: int,
+    spare: int,
+    name: str,
+) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+    """A service's demand and spares over its replica counts, as in the full model (no objective)."""
     alone = cp_model.CpModel()
     rs = [alone.new_int_var(0, top, "r") for top in uppers]
     triples = list(zip(reps, rs, pers, strict=True))
@@ -366,7 +381,13 @@ def solve_alone(
     alone.add(capacity >= need)
     if spare:
         _domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)
-    alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+    return alone, rs
+
+
+def solved_alone(
+    alone: cp_model.CpModel, rs: list[cp_model.IntVar], limit_s: float
+) -> tuple[int, tuple[int, ...]] | None:
+    """One worker, a deterministic limit: the proven bound and the counts found, or None."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = limit_s
