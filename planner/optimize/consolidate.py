@@ -6,8 +6,10 @@ services on forty mixes leave many pools of part-filled servers: on the benchmar
 $18.2M, more than the search finds in 60 deterministic seconds ($17.0M). This is facility
 location, and its classic greedy works: from the pools the floors use, drop the pool whose
 services, moved to their best mix on the pools left, save the most servers, while that saves
-money. Then the model with every such service's replicas fixed to its mix is solved (the jobs,
-network and racks stay free: a quick solve), and its plan starts the search as a complete hint.
+money; then one pass moves each service to its cheapest mix given the others' servers (GPUs left
+free in a part-filled server cost it nothing). Then the model with every such service's replicas
+fixed to its mix is solved (the jobs, network and racks stay free: a quick solve), and its plan
+starts the search as a complete hint.
 
 The start changes no bound and no optimum: a hint only orders the search. It is deterministic
 (each service's solve has a deterministic limit and one worker; ties go by pool label).
