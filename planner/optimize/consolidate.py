@@ -19,6 +19,7 @@ The start changes no bound and no optimum: a hint only orders the search. It is 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -155,7 +156,7 @@ def _known(answers: list[tuple[frozenset[PoolKey], Mix | None]], open_: frozense
 
 def _alone(f: Floor, open_: frozenset[PoolKey], name: str) -> Mix | None:
     """The service's best mix on the open pools (and rent), solved on those kinds only."""
-    keep = [i for i, (o, _) in enumerate(f.reps) if o.rent_usd_per_gpu_hour is not None or o.pool in open_]
+    keep = _kinds_on(f, open_)
     found = solve_alone(
         [f.reps[i] for i in keep],
         [upper(f.reps[i][1]) for i in keep],
@@ -167,12 +168,20 @@ def _alone(f: Floor, open_: frozenset[PoolKey], name: str) -> Mix | None:
         name,
         ALONE_DET_S,
     )
-    if found is None:
-        return None
-    counts = [0] * len(f.reps)
-    for i, n in zip(keep, found[1], strict=True):
-        counts[i] = n
-    return _mix(f, tuple(counts))
+    return None if found is None else _mix(f, _spread(len(f.reps), keep, found[1]))
+
+
+def _kinds_on(f: Floor, open_: Collection[PoolKey]) -> list[int]:
+    """The service's kinds (indices) on the open pools, and its rented ones."""
+    return [i for i, (o, _) in enumerate(f.reps) if o.rent_usd_per_gpu_hour is not None or o.pool in open_]
+
+
+def _spread(n: int, keep: list[int], found: tuple[int, ...]) -> tuple[int, ...]:
+    """Counts found on the kept kinds, as counts over all ``n`` kinds (0 elsewhere)."""
+    counts = [0] * n
+    for i, c in zip(keep, found, strict=True):
+        counts[i] = c
+    return tuple(counts)
 
 
 def _refill(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[str, Mix]:
@@ -183,7 +192,7 @@ def _refill(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[s
     for name in sorted(mixes):
         f = floors[name]
         others = _used({n: m for n, m in mixes.items() if n != name})
-        keep = [i for i, (o, _) in enumerate(f.reps) if o.rent_usd_per_gpu_hour is not None or o.pool in open_]
+        keep = _kinds_on(f, open_)
         alone, rs = alone_model(
             [f.reps[i] for i in keep],
             [upper(f.reps[i][1]) for i in keep],
@@ -214,10 +223,7 @@ def _refill(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[s
         found = solved_alone(alone, rs, REFILL_DET_S)
         if found is None:
             continue
-        counts = [0] * len(f.reps)
-        for i, n in zip(keep, found[1], strict=True):
-            counts[i] = n
-        moved = {**mixes, name: _mix(f, tuple(counts))}
+        moved = {**mixes, name: _mix(f, _spread(len(f.reps), keep, found[1]))}
         if _cost(b, moved) < _cost(b, mixes):
             mixes = moved
     return mixes
