@@ -101,7 +101,7 @@ def solve(
         if scenarios is not None or risk is not None:
             plan, ctx = _two_stage(problem, scenarios, risk, keep, time_limit)
         else:
-            plan, ctx = _plan(problem, keep, why_not, time_limit)
+            plan, ctx = _plan(problem, keep, why_not, time_limit, explain_plan or bool(why_not))
     if not no_simulate and plan.status != "infeasible":
         plan, ctx = _simulate(ctx, plan, size_by_simulation)
     with run_budget(time_limit, alarm=True):
@@ -129,7 +129,7 @@ def solve(
 
 
 def _plan(
-    problem: Path, keep: Path | None, why_not: list[str] | None, time_limit: float | None
+    problem: Path, keep: Path | None, why_not: list[str] | None, time_limit: float | None, keep_start: bool
 ) -> tuple[Plan, Context]:
     from planner.context import prepare
     from planner.io.kept_plan import kept_hardware
@@ -142,7 +142,7 @@ def _plan(
     for gpu in why_not or []:
         if gpu.lower() != "all":
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
-    return plan_context(ctx, time_limit), ctx
+    return plan_context(ctx, time_limit, keep_start), ctx  # explanations' re-solves start from the plan
 
 
 def _two_stage(

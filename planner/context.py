@@ -23,6 +23,9 @@ class Context:
     workloads: list[WorkloadOptions]
     loaded: LoadedProblem | None = None  # the file as read, for what-if variants
     kept: dict[PoolKey, tuple[int, int]] = field(default_factory=dict)  # already owned (solve --keep): (servers, racks)
+    # the values of a solve of this problem's model by variable name (``pipeline.certified_plan``
+    # with ``keep_start``): re-solves of it and of variants derived from it start there
+    start: dict[str, int] | None = None
 
 
 def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:

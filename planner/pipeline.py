@@ -15,13 +15,12 @@ from planner.errors import OutOfTime, TimeLimitError
 from planner.io.problem_io import LoadedProblem
 from planner.optimize.built import Built
 from planner.optimize.model import build
-from planner.optimize.solve import Solved, budget_spent, cuttable, run_budget, covers, settle, solve, solved_values
+from planner.optimize.solve import Solved, budget_spent, covers, cuttable, run_budget, settle, solve, solved_values
 from planner.options.types import WorkloadOptions
 from planner.schema.plan import Diagnosis, Plan
 from planner.schema.problem import Problem
 
 NO_PLAN = "No plan meets every requirement at once."
-Start = dict[str, int]  # a solved model's values by variable name (``start_values``)
 CUT_SHORT = (
     "The time limit ran out during this diagnosis: a smaller conflict or more fixes may exist (raise --time-limit)."
 )
@@ -33,12 +32,12 @@ def plan_problem(loaded: LoadedProblem, time_limit_s: float | None = None, base:
         return plan_context(ctx, time_limit_s)
 
 
-def plan_context(ctx: Context, time_limit_s: float | None = None) -> Plan:
-    return certified_plan(ctx, time_limit_s)[0]
+def plan_context(ctx: Context, time_limit_s: float | None = None, keep_start: bool = False) -> Plan:
+    return certified_plan(ctx, time_limit_s, keep_start)[0]
 
 
 def certified_plan(
-    ctx: Context, time_limit_s: float | None = None, start: Start | None = None
+    ctx: Context, time_limit_s: float | None = None, keep_start: bool = False
 ) -> tuple[Plan, int | None]:
     """The plan, and the least capital budget (model units) for which it is certainly the plan
     too: the least-TCO plan found first and the plan itself both fit, the first was proven
@@ -46,49 +45,51 @@ def certified_plan(
     plans, none better, so a fresh solve would end on a plan equal in every tie-break (what-if
     grids use it instead of solving again). None: not certified.
 
-    ``start``: a solved model's values by variable name (``start_values``), where the search
-    starts when they cover this problem's model; a start orders the search, the plan is the same."""
+    The search starts from ``ctx.start`` when it names every variable of the model (a start
+    orders the search; the plan is the same). ``keep_start``: set ``ctx.start`` to this plan's
+    values, for re-solves of the problem and its variants (explanations, what-if grids)."""
     with run_budget(time_limit_s):
-        plan, needs, _ = _plan(ctx, time_limit_s, start)
-        return plan, needs
+        return _plan(ctx, time_limit_s, keep_start)
 
 
-def start_values(ctx: Context, time_limit_s: float | None = None) -> Start | None:
-    """The values of the plan's solve by variable name, for ``certified_plan(..., start=)`` on
-    variants of this problem (a what-if grid's base); None when there is no plan."""
+def solve_start(ctx: Context, time_limit_s: float | None = None) -> None:
+    """Set ``ctx.start`` from a solve of its model alone (no plan, no tie-breaks, no diagnosis):
+    a what-if grid's base, where its variants' searches start."""
     with run_budget(time_limit_s):
-        return _plan(ctx, time_limit_s, None, keep_values=True)[2]
+        if not all(w.feasible for w in ctx.workloads):
+            return
+        built = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept)
+        solved = _solved(built, ctx.problem, time_limit_s, ctx.start, ties=False)
+        if solved.status in ("optimal", "feasible"):
+            ctx.start = solved_values(built.model, solved)
 
 
-def _plan(
-    ctx: Context, time_limit_s: float | None, start: Start | None, keep_values: bool = False
-) -> tuple[Plan, int | None, Start | None]:
+def _plan(ctx: Context, time_limit_s: float | None, keep_start: bool) -> tuple[Plan, int | None]:
     p = ctx.problem
     empty = [w for w in ctx.workloads if not w.feasible]
     if empty:
         settle()  # no option at all for a workload: infeasible, proven by the enumeration
-        if keep_values:
-            return _infeasible(p, Diagnosis(summary=[NO_PLAN])), None, None
-        return _infeasible(p, _no_option_diagnosis(ctx, empty, time_limit_s)), None, None
+        return _infeasible(p, _no_option_diagnosis(ctx, empty, time_limit_s)), None
     built = build(p, ctx.catalog, ctx.workloads, kept=ctx.kept)
-    solved = _solved(built, p, time_limit_s, start)
+    solved = _solved(built, p, time_limit_s, ctx.start)
     if solved.status == "infeasible":
-        if keep_values:
-            return _infeasible(p, Diagnosis(summary=[NO_PLAN])), None, None
-        return _infeasible(p, _diagnosis(ctx, time_limit_s)), None, None
+        return _infeasible(p, _diagnosis(ctx, time_limit_s)), None
     if solved.status not in ("optimal", "feasible"):
         raise TimeLimitError()
     from planner.verify import verify
 
     plan = assemble_plan(ctx, built, solved)
     plan.verification = verify(p, ctx.catalog, plan)
-    values = solved_values(built.model, solved) if keep_values else None
+    if keep_start:
+        ctx.start = solved_values(built.model, solved)
     if solved.status != "optimal" or not solved.ties_proven or solved.cheapest_capex is None:
-        return plan, None, values
-    return plan, max(solved.cheapest_capex, solved.value(built.capex)), values
+        return plan, None
+    return plan, max(solved.cheapest_capex, solved.value(built.capex))
 
 
-def _solved(built: Built, p: Problem, time_limit_s: float | None, start: Start | None = None) -> Solved:
+def _solved(
+    built: Built, p: Problem, time_limit_s: float | None, start: dict[str, int] | None, ties: bool = True
+) -> Solved:
     """The least-TCO solve, then the tie-breaks (equal TCO: fewer GPU types, less power, earlier starts)."""
     routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
     from planner.optimize.consolidate import start_model
@@ -101,7 +102,7 @@ def _solved(built: Built, p: Problem, time_limit_s: float | None, start: Start |
         start_from=None if covered else start_model(built),
         start_values=start if covered else None,
     )
-    if solved.status in ("optimal", "feasible") and not budget_spent():
+    if ties and solved.status in ("optimal", "feasible") and not budget_spent():
         from planner.optimize.tiebreak import break_ties
 
         solved = break_ties(built, solved)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import planner.pipeline as pipeline
+import planner.whatif.scenarios as scenarios
 from planner.io.overrides import grid
 from planner.io.problem_io import loads_problem
-import planner.whatif.scenarios as scenarios
 from planner.optimize.solve import covers
 from planner.whatif.scenarios import budget_groups, run_grid, solve_budgets
 from tests.test_two_stage import PROBLEM
@@ -33,14 +33,14 @@ def test_budget_groups_put_the_largest_budget_first() -> None:
 
 def test_grid_rows_equal_fresh_solves_with_fewer_solves(monkeypatch: pytest.MonkeyPatch) -> None:
     base = loads_problem(PROBLEM, "u.yaml")
-    monkeypatch.setattr(scenarios, "_warm_start", None)  # fresh: no base plan to start from
+    monkeypatch.setattr(scenarios, "_warm_context", None)  # fresh: no base plan to start from
     fresh = [solve_budgets(base, [v], None)[0] for v in grid(SETS)]
     solves = []
     real = pipeline.certified_plan
 
-    def counted(ctx, time_limit_s=None, start=None):  # type: ignore[no-untyped-def]
+    def counted(ctx, time_limit_s=None):  # type: ignore[no-untyped-def]
         solves.append(ctx.problem.finance.budget_usd)
-        return real(ctx, time_limit_s, start=start)
+        return real(ctx, time_limit_s)
 
     monkeypatch.setattr(pipeline, "certified_plan", counted)
     rows = run_grid(base, SETS)
@@ -56,7 +56,7 @@ def test_variants_start_from_the_base_plan_and_end_on_fresh_solves_rows(monkeypa
     complete hint by variable name); the rows must still be the rows of unstarted solves."""
     base = loads_problem(PROBLEM, "u.yaml")
     sets = [("finance.electricity_usd_per_kwh", [0.05, 0.3]), ("inference.chat.requests_per_s", [60, 160])]
-    monkeypatch.setattr(scenarios, "_warm_start", None)
+    monkeypatch.setattr(scenarios, "_warm_context", None)
     fresh = [solve_budgets(base, [v], None)[0] for v in grid(sets)]
     started = []
     real = pipeline.solve
@@ -69,7 +69,7 @@ def test_variants_start_from_the_base_plan_and_end_on_fresh_solves_rows(monkeypa
     monkeypatch.setattr(pipeline, "solve", recorded)
     rows = run_grid(base, sets)
     assert rows == fresh
-    assert scenarios._warm_start is not None and scenarios._warm_start[1]
+    assert scenarios._warm_context is not None and scenarios._warm_context[1].start
     # the base's own solve, then every variant's, each model with the base plan's variables
     assert len(started) == 1 + len(rows) and not started[0] and all(started[1:])
 

@@ -48,12 +48,14 @@ def _loaded(budget=400000, deadline=10):
 @pytest.fixture(scope="module")
 def explained():
     ctx = prepare(_loaded())
-    plan = plan_context(ctx)
+    plan = plan_context(ctx, keep_start=True)  # as the CLI does: the re-solves start from the plan
+    assert ctx.start
     explain(ctx, plan, why_not=["Jetson-AGX-Orin", "L4"])
     return ctx, plan
 
 
 def test_every_marginal_value_is_confirmed_by_an_independent_resolve(explained):
+    """The explanations' re-solves started from the plan; each check here is a fresh solve."""
     ctx, plan = explained
     measured = [c for c in plan.constraints if c.marginal_usd is not None]
     assert len(measured) >= 6

@@ -16,13 +16,15 @@ from planner.schema.plan import Plan
 
 
 def solve_context(ctx: Context, time_limit_s: float | None, extra: Any = None) -> tuple[Plan | None, Built | None]:
-    """Solve a context (optionally with extra constraints on the built model); None when infeasible."""
+    """Solve a context (optionally with extra constraints on the built model); None when infeasible.
+    The search starts from the plan's values (``ctx.start``) when they cover the model: a limit
+    moved or an option removed leaves most of the plan as it was."""
     if not all(w.feasible for w in ctx.workloads):
         return None, None
     built = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept)
     if extra is not None:
         extra(built)
-    solved = solve(built.model, time_limit_s)
+    solved = solve(built.model, time_limit_s, start_values=ctx.start)
     if solved.status not in ("optimal", "feasible"):
         return None, built
     return assemble_plan(ctx, built, solved), built

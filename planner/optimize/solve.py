@@ -260,9 +260,7 @@ def _hint_by_name(model: cp_model.CpModel, values: Mapping[str, int]) -> bool:
 
 def solved_values(model: cp_model.CpModel, solved: Solved) -> dict[str, int]:
     """A solve's values by variable name: ``start_values`` for a model like this one."""
-    return {
-        v.name: solved.value(model.get_int_var_from_proto_index(i)) for i, v in enumerate(model.proto.variables)
-    }
+    return {v.name: solved.value(model.get_int_var_from_proto_index(i)) for i, v in enumerate(model.proto.variables)}
 
 
 def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, lb_tree_search: bool = False) -> Solved:

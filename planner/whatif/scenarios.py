@@ -62,7 +62,7 @@ def solve_budgets(
         held = None
         try:
             ctx = _context_for(base, overrides)
-            plan, needs = certified_plan(ctx, time_limit_s, start=_start_for(base))
+            plan, needs = certified_plan(ctx, time_limit_s)
             row.update(plan_summary(plan))
             if needs is not None and isinstance(budget, (int, float)):
                 held = (ctx, plan, needs)
@@ -93,23 +93,19 @@ def _warm(base: LoadedProblem, time_limit_s: float | None) -> None:
     """Enumerate the base problem's options here first: the workers, forked after, inherit its
     estimates (most of a first enumeration) instead of each making them again, and a variant that
     moves only demand or money derives its context from it (``explain.resolve.derived_context``).
-    Then solve the base: its plan starts each variant's search where it covers the variant's model
-    (``pipeline.certified_plan``); every variant's plan is proven as before, so its row is the row
-    of a fresh solve (startup grid: 15 s of solving for ten electricity prices -> 3.3 s)."""
+    Then solve the base: its plan (``Context.start``, which derived contexts keep) starts each
+    variant's search where it covers the variant's model; every variant's plan is proven as
+    before, so its row is the row of a fresh solve (startup grid: 15 s of solving for ten
+    electricity prices -> 3.3 s)."""
     from planner.context import prepare
     from planner.errors import PlannerError
-    from planner.pipeline import start_values
+    from planner.pipeline import solve_start
 
-    global _warm_context, _warm_start
+    global _warm_context
     with contextlib.suppress(InputError, PlannerError):  # each variant's row says what is wrong with it
-        _warm_context = (_fingerprint(base), prepare(base))
-        _warm_start = (_fingerprint(base), start_values(_warm_context[1], time_limit_s))
-
-
-def _start_for(base: LoadedProblem) -> dict[str, int] | None:
-    if _warm_start is not None and _warm_start[0] == _fingerprint(base):
-        return _warm_start[1]
-    return None
+        ctx = prepare(base)
+        _warm_context = (_fingerprint(base), ctx)
+        solve_start(ctx, time_limit_s)
 
 
 def _fingerprint(base: LoadedProblem) -> str:
@@ -127,7 +123,6 @@ def _context_for(base: LoadedProblem, overrides: dict[str, Any]) -> Any:
 
 
 _warm_context: tuple[str, Any] | None = None  # the base problem's context, inherited by forked workers
-_warm_start: tuple[str, dict[str, int] | None] | None = None  # its plan's values by variable name
 
 
 def budget_groups(variants: list[dict[str, Any]]) -> list[list[int]]:
