@@ -51,7 +51,7 @@ def alternatives(
     share = parse_share(within)
     check_writable([], [json_path])
     ctx = prepare(load_problem(problem))
-    optimum = plan_context(ctx, time_limit)
+    optimum = plan_context(ctx, time_limit, keep_start=True)  # the alternatives' solves start from it
     if optimum.status == "infeasible":
         err.print("no feasible plan: nothing to compare (see `planner solve` for the diagnosis)", markup=False)
         raise typer.Exit(1)
