@@ -84,7 +84,8 @@ def test_a_start_missing_a_variable_is_not_given() -> None:
     model.add(x + y >= 3)
     model.minimize(2 * x + 3 * y)
     assert covers(model, {"x": 3, "y": 0}) and not covers(model, {"x": 3})
-    for values in ({"x": 3, "y": 0}, {"x": 3}, {"x": 0, "y": 5}):  # a start never changes the optimum
+    # a start never changes the optimum: complete, partial (not given), infeasible, out of the domains
+    for values in ({"x": 3, "y": 0}, {"x": 3}, {"x": 0, "y": 1}, {"x": 99, "y": -4}):
         solved = solve(model, 5.0, start_values=values)
         assert solved.status == "optimal" and solved.objective == 6
     assert not model.proto.solution_hint.vars  # hints are cleared after the solve
