@@ -36,11 +36,13 @@ from planner.executors import worker_pool
 from planner.io.overrides import variant
 from planner.io.problem_io import LoadedProblem
 from planner.optimize.solve import detach_budget, solve
+from planner.pipeline import solve_start
 from planner.schema.plan import Plan
 from planner.whatif.decompose import Decomposed, Work, context_of, decompose, forget, freeze, new_work, remember, thaw
 from planner.whatif.fixed import ServerCounts, fixed_plan, servers_of
 from planner.whatif.joint import Risk, build_two_stage, parse_risk, weights
 from planner.whatif.montecarlo import ScenarioFile
+from planner.whatif.scenarios import WARM_START_S
 
 __all__ = ["Risk", "parse_risk", "plan_under_uncertainty", "scenarios_of", "servers_of", "weights"]
 
@@ -90,6 +92,7 @@ def plan_under_uncertainty(
     # prepared before the workers start: what the first preparation loads (the catalog, the
     # performance tables) they inherit, and the base problem's context with it
     base_ctx = remember(work, len(scenarios), prepare(base))
+    solve_start(base_ctx, min(time_limit_s or WARM_START_S, WARM_START_S))  # the scenarios' solves start there
     try:
         with worker_pool(min(os.cpu_count() or 1, len(scenarios) + 1), detach_budget) as run:
             d = decompose(run, work, [s.probability for s in scenarios], risk)
