@@ -28,6 +28,7 @@ from planner.optimize.costs import objective, rent
 from planner.optimize.disagg import kv_nic_limits
 from planner.optimize.serving import service_floors, serving
 from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share, share_by_year
+from planner.optimize.type_floors import add_closing_cuts
 from planner.options.types import TrainingOption, WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import InferenceService, Problem
@@ -69,6 +70,7 @@ def build(
     b.tco = objective(b, problem, catalog, rates) + rent(b, problem, rates)
     if b.periods == 1:  # the floors price a replica for the whole horizon
         service_floors(b, problem, catalog, rates, relax)
+        add_closing_cuts(b)
     if into is None:
         b.model.minimize(b.tco)
     return b

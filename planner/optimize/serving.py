@@ -310,7 +310,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
             else site_per_gpu[o.pool] * o.gpus_per_replica
             for o, _ in reps
         ]
-        found = _floor(reps, costs, pers, per_domain, need, spare, name)
+        found = service_floor(reps, costs, pers, per_domain, need, spare, name)
         b.floors[name] = Floor(reps, costs, pers, per_domain, need, spare, found)
         if found is not None:
             bound = found[0]
@@ -322,7 +322,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
 _FLOORS: Memo[tuple[int, tuple[int, ...]] | None] = Memo(10_000)
 
 
-def _floor(
+def service_floor(
     reps: list[tuple[InferenceOption, cp_model.IntVar]],
     costs: list[int],
     pers: list[int],
@@ -330,15 +330,19 @@ def _floor(
     need: int,
     spare: int,
     name: str,
+    uppers: list[int] | None = None,
+    limit_s: float | None = None,
 ) -> tuple[int, tuple[int, ...]] | None:
     """The least cost of a service's GPUs served alone (its proven bound) and the replicas per
     kind that reach it, kept for the process: what-if variants that change neither its demand
-    nor its prices ask the same question."""
-    uppers = [upper(r) for _, r in reps]
+    nor its prices ask the same question. ``uppers``: at most so many replicas per kind (0
+    leaves a kind out; default: the model's bounds)."""
+    tops = [upper(r) for _, r in reps] if uppers is None else uppers
+    limit = FLOOR_DET_S if limit_s is None else limit_s
     pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
     modes = tuple((o.mode, o.kv_group) for o, _ in reps)
-    key = (pools, modes, tuple(costs), tuple(uppers), tuple(pers), tuple(per_domain), need, spare)
-    return _FLOORS.get(key, lambda: solve_alone(reps, uppers, costs, pers, per_domain, need, spare, name, FLOOR_DET_S))
+    key = (pools, modes, tuple(costs), tuple(tops), tuple(pers), tuple(per_domain), need, spare, limit)
+    return _FLOORS.get(key, lambda: solve_alone(reps, tops, costs, pers, per_domain, need, spare, name, limit))
 
 
 FLOOR_DET_S = 0.5
