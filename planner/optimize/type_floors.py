@@ -14,7 +14,8 @@ For each owned type ``t`` a service's floor mix uses, the service is solved agai
 holds in every plan: with ``t`` bought it says no more than the floor; without, the service
 runs on the other types, where it costs at least ``F_t``. The LP must now pay for a service's
 favourite type either in its flag or in the service's cost. Measured on that fleet at 20
-deterministic seconds: bound $9.64M -> $9.92M, plan $10.39M -> $10.27M, gap 7.3% -> 3.4%.
+deterministic seconds: bound $9.64M -> $9.91M, gap 7.3% -> 4.6%; with its jobs (bench_large
+seeds 7, 11, 13) the bounds rose $0.25-0.31M, and the 2x fleet went from 6.3% to 2.7%.
 The cuts are implied by the model (no optimum or tie-break changes); each solve is memoised
 with the floors (``serving.service_floor``), so what-if variants reuse them.
 """
