@@ -72,3 +72,36 @@ def test_the_cuts_change_no_optimum(catalog: Catalog, monkeypatch: pytest.Monkey
         assert solved.status == "optimal"
         tcos.append(solved.objective)
     assert tcos[0] == tcos[1]
+
+
+JOB = """
+training:
+  - name: tune
+    model: llama-3.1-8b
+    method: lora
+    tokens: 1.0e9
+    deadline_days: 30
+"""
+
+
+def test_job_type_cuts_change_no_optimum(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a training job beside the services, each option's GPU type flag bounds the job's
+    options on it; the optimum is the same with the cuts and without."""
+    text = _problem(catalog) + JOB
+    tcos = []
+    for cuts in (True, False):
+        ctx = prepare(loads_problem(text, "eight-and-a-job.yaml"))
+        with monkeypatch.context() as m:
+            if not cuts:
+                m.setattr(model_module, "add_closing_cuts", lambda b: None)
+            b = build(ctx.problem, ctx.catalog, ctx.workloads)
+        names = [c.name for c in b.model.proto.constraints]
+        assert any(n.startswith("job:tune:type:") for n in names) == cuts
+        solved = solve(b.model, 60)
+        assert solved.status == "optimal"
+        tcos.append(solved.objective)
+        chosen = [o for o, x in b.train["tune"] if solved.value(x)]
+        assert len(chosen) == 1
+        if chosen[0].rent_usd_per_gpu_hour is None:  # an owned option: its type is bought
+            assert solved.value(b.gpu_type_used[chosen[0].pool.gpu]) == 1
+    assert tcos[0] == tcos[1]

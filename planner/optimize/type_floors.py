@@ -15,12 +15,15 @@ holds in every plan: with ``t`` bought it says no more than the floor; without, 
 runs on the other types, where it costs at least ``F_t``. The LP must now pay for a service's
 favourite type either in its flag or in the service's cost. Measured on that fleet at 20
 deterministic seconds: bound $9.64M -> $9.91M, gap 7.3% -> 4.6%; with its jobs (bench_large
-seeds 7, 11, 13) the bounds rose $0.25-0.31M, and the 2x fleet went from 6.3% to 2.7%.
+seeds 7, 11, 13) the bounds rose $0.25-0.31M, and the 2x fleet went from 6.3% to 2.8%. Each training
+job's options on a type are bounded by its flag too (the job runs on exactly one option).
 The cuts are implied by the model (no optimum or tie-break changes); each solve is memoised
 with the floors (``serving.service_floor``), so what-if variants reuse them.
 """
 
 from __future__ import annotations
+
+from ortools.sat.python import cp_model
 
 from planner.optimize.built import Built, Floor, upper
 from planner.optimize.serving import service_floor
@@ -34,6 +37,7 @@ MAX_CLOSINGS = 400  # solves per build: bounds the work on a fleet of hundreds o
 def add_closing_cuts(b: Built) -> None:
     if sum(f.found is not None for f in b.floors.values()) < MIN_SERVICES:
         return
+    _job_type_cuts(b)
     solves = 0
     for name, f in sorted(b.floors.items()):
         if f.found is None:
@@ -52,6 +56,17 @@ def add_closing_cuts(b: Built) -> None:
             cost = sum(c * r for c, (_, r) in zip(f.costs, f.reps, strict=True))
             step = without - f.found[0]
             b.model.add(cost >= without - step * b.gpu_type_used[gpu]).with_name(f"service:{name}:without:{gpu}")
+
+
+def _job_type_cuts(b: Built) -> None:
+    """A job runs on exactly one option: the flag of its GPU type is at least the job's options on it."""
+    for name, xs in sorted(b.train.items()):
+        on: dict[str, list[cp_model.IntVar]] = {}
+        for o, x in xs:
+            if o.rent_usd_per_gpu_hour is None and o.pool.gpu in b.gpu_type_used:
+                on.setdefault(o.pool.gpu, []).append(x)
+        for gpu, chosen in sorted(on.items()):
+            b.model.add(sum(chosen) <= b.gpu_type_used[gpu]).with_name(f"job:{name}:type:{gpu}")
 
 
 def _types_used(b: Built, f: Floor) -> list[str]:
