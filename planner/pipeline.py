@@ -52,9 +52,15 @@ def certified_plan(
         return _plan(ctx, time_limit_s, keep_start)
 
 
+# A base's solve for a start, deterministic seconds: its best plan by then starts the variants as
+# well as its optimum would on most grids, and a hard base does not hold every worker back long.
+START_LIMIT_S = 5.0
+
+
 def solve_start(ctx: Context, time_limit_s: float | None = None) -> None:
-    """Set ``ctx.start`` from a solve of its model alone (no plan, no tie-breaks, no diagnosis):
-    a what-if grid's base, where its variants' searches start."""
+    """Set ``ctx.start`` from a solve of its model alone (no plan, no tie-breaks, no diagnosis),
+    within ``START_LIMIT_S``: the base of a what-if grid or of scenarios, where their solves start."""
+    time_limit_s = min(time_limit_s or START_LIMIT_S, START_LIMIT_S)
     with run_budget(time_limit_s):
         if not all(w.feasible for w in ctx.workloads):
             return

@@ -7,7 +7,7 @@ import pytest
 from planner.context import prepare
 from planner.io.overrides import variant
 from planner.io.problem_io import load_problem
-from planner.optimize import serving
+from planner.optimize import floors
 from planner.optimize.model import build
 from planner.perf import training as perf_training
 from planner.perf.memo import Memo
@@ -22,11 +22,11 @@ def _floors(electricity: float) -> list[tuple[str, int]]:
 
 
 def test_kept_floors_equal_fresh_ones_and_follow_the_prices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serving, "_FLOORS", Memo())
+    monkeypatch.setattr(floors, "_FLOORS", Memo())
     first = _floors(0.12)
     other = _floors(0.30)
     again = _floors(0.12)  # from the kept floors
-    monkeypatch.setattr(serving, "_FLOORS", Memo())
+    monkeypatch.setattr(floors, "_FLOORS", Memo())
     monkeypatch.setattr(perf_training, "KEPT", Memo())
     fresh = _floors(0.12)
     assert first and first == again == fresh

@@ -26,7 +26,7 @@ from ortools.sat.python import cp_model
 
 from planner.bom import PoolKey
 from planner.optimize.built import Built, Expr, Floor, upper
-from planner.optimize.serving import alone_model, solve_alone, solved_alone
+from planner.optimize.floors import alone_model, solve_alone, solved_alone
 
 MIN_SERVICES = 8  # fewer services share few pools anyway: the search finds the plan itself
 ALONE_DET_S = 0.2  # each service's solve on the pools left (the best found within it will do)

@@ -26,7 +26,8 @@ from planner.limits.table import every_limit
 from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.disagg import kv_nic_limits
-from planner.optimize.serving import service_floors, serving
+from planner.optimize.floors import service_floors
+from planner.optimize.serving import serving
 from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share, share_by_year
 from planner.optimize.type_floors import add_closing_cuts
 from planner.options.types import TrainingOption, WorkloadOptions

@@ -2,7 +2,7 @@
 
 Each owned GPU type costs ``finance.ops_usd_per_gpu_type_year`` whatever its size, through a
 0/1 flag (``model.gpu_type_used``) that the LP relaxation sets to a sliver, and a service's
-floor (``serving.service_floors``) is its cost with every type open. On the benchmark fleet
+floor (``floors.service_floors``) is its cost with every type open. On the benchmark fleet
 without jobs (``benchmarks/generate.py --seed 7 --jobs 0``) the plan paid $580k of type charges
 (7 types) and the search's bound stalled $720k below it: the gap was mostly those charges.
 
@@ -18,7 +18,7 @@ deterministic seconds: bound $9.64M -> $9.91M, gap 7.3% -> 4.6%; with its jobs (
 seeds 7, 11, 13) the bounds rose $0.25-0.31M, and the 2x fleet went from 6.3% to 2.8%. Each training
 job's options on a type are bounded by its flag too (the job runs on exactly one option).
 The cuts are implied by the model (no optimum or tie-break changes); each solve is memoised
-with the floors (``serving.service_floor``), so what-if variants reuse them.
+with the floors (``floors.service_floor``), so what-if variants reuse them.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from planner.optimize.built import Built, Floor, upper
-from planner.optimize.serving import service_floor
-from planner.options.types import InferenceOption
+from planner.optimize.floors import service_floor
+from planner.options.types import InferenceOption, TrainingOption
 
 MIN_SERVICES = 8  # a fleet: on startup (one service) the cuts slowed the solve (1.7 -> 2.4 s)
 CLOSED_DET_S = 0.2  # each service's solve without one type: its proven bound is what counts
@@ -63,7 +63,7 @@ def _job_type_cuts(b: Built) -> None:
     for name, xs in sorted(b.train.items()):
         on: dict[str, list[cp_model.IntVar]] = {}
         for o, x in xs:
-            if o.rent_usd_per_gpu_hour is None and o.pool.gpu in b.gpu_type_used:
+            if _owned(b, o):
                 on.setdefault(o.pool.gpu, []).append(x)
         for gpu, chosen in sorted(on.items()):
             b.model.add(sum(chosen) <= b.gpu_type_used[gpu]).with_name(f"job:{name}:type:{gpu}")
@@ -75,7 +75,7 @@ def _types_used(b: Built, f: Floor) -> list[str]:
     return sorted({o.pool.gpu for (o, _), n in zip(f.reps, f.found[1], strict=True) if n and _owned(b, o)})
 
 
-def _owned(b: Built, o: InferenceOption) -> bool:
+def _owned(b: Built, o: InferenceOption | TrainingOption) -> bool:
     return o.rent_usd_per_gpu_hour is None and o.pool.gpu in b.gpu_type_used
 
 

@@ -33,9 +33,6 @@ def plan_summary(plan: Any) -> dict[str, Any]:
 
 
 BUDGET = "finance.budget_usd"
-# The base's solve for a start, deterministic seconds: its best plan by then starts the variants as
-# well as its optimum would on most grids, and a hard base does not hold every worker back long.
-WARM_START_S = 5.0
 
 
 def solve_variant(base: LoadedProblem, overrides: dict[str, Any], time_limit_s: float | None) -> dict[str, Any]:
@@ -108,7 +105,7 @@ def _warm(base: LoadedProblem, time_limit_s: float | None) -> None:
     with contextlib.suppress(InputError, PlannerError):  # each variant's row says what is wrong with it
         ctx = prepare(base)
         _warm_context = (_fingerprint(base), ctx)
-        solve_start(ctx, min(time_limit_s or WARM_START_S, WARM_START_S))
+        solve_start(ctx, time_limit_s)
 
 
 def _fingerprint(base: LoadedProblem) -> str:

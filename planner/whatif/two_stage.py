@@ -42,7 +42,6 @@ from planner.whatif.decompose import Decomposed, Work, context_of, decompose, fo
 from planner.whatif.fixed import ServerCounts, fixed_plan, servers_of
 from planner.whatif.joint import Risk, build_two_stage, parse_risk, weights
 from planner.whatif.montecarlo import ScenarioFile
-from planner.whatif.scenarios import WARM_START_S
 
 __all__ = ["Risk", "parse_risk", "plan_under_uncertainty", "scenarios_of", "servers_of", "weights"]
 
@@ -92,7 +91,7 @@ def plan_under_uncertainty(
     # prepared before the workers start: what the first preparation loads (the catalog, the
     # performance tables) they inherit, and the base problem's context with it
     base_ctx = remember(work, len(scenarios), prepare(base))
-    solve_start(base_ctx, min(time_limit_s or WARM_START_S, WARM_START_S))  # the scenarios' solves start there
+    solve_start(base_ctx, time_limit_s)  # the scenarios' solves start there
     try:
         with worker_pool(min(os.cpu_count() or 1, len(scenarios) + 1), detach_budget) as run:
             d = decompose(run, work, [s.probability for s in scenarios], risk)

@@ -1,0 +1,147 @@
+"""A service alone: its least GPU cost over its replica counts (its cost floor), the cut that
+puts it in the model, and the small model the consolidated start and the closing cuts solve
+(``optimize.consolidate``, ``optimize.type_floors``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+
+from ortools.sat.python import cp_model
+
+from planner.bom import PoolKey
+from planner.catalog import Catalog
+from planner.finance import Rates
+from planner.optimize.built import Built, Floor, upper
+from planner.optimize.costs import rent_pv_usd
+from planner.optimize.disagg import group_flows
+from planner.optimize.serving import domain_spare
+from planner.options.types import InferenceOption
+from planner.perf.memo import Memo
+from planner.pricing import pool_pue, server_unit_tco_usd
+from planner.schema.problem import Problem
+
+
+def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, relax: Collection[str]) -> None:
+    """A per-service lower bound on the cost of its GPUs, as a cut the LP can use.
+
+    Whole replicas (and N+k spares) make a service's cost a step function of its
+    demand; the LP relaxation sees only the slope. Each service is solved alone
+    over its replica counts, pricing a GPU at its share of a server and a rack
+    (servers and racks shared with other services cost no less than that share),
+    and the proven bound becomes ``sum(gpu cost x replicas) >= bound``. The cut
+    is implied by the model, so it changes no optimum; it only closes the gap
+    sooner on problems with many services.
+    """
+    site_per_gpu: dict[PoolKey, int] = {}
+    for key, p in b.pools.items():
+        server = server_unit_tco_usd(p.spec, catalog, problem, rates)
+        pue = pool_pue(p.spec, catalog, problem)
+        server -= p.spec.nics_per_server * rates.unit_tco_usd(
+            p.spec.nic_price_usd, p.spec.nic_power_w, "network", pue=pue
+        )
+        rack = rates.unit_tco_usd(round(catalog.rack.price.usd), 0, "rack")
+        # racks the site already has cost nothing: no share of one is certain
+        rack_share = rack / p.fit_per_rack if p.fit_per_rack and not problem.site.existing_racks else 0.0
+        site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
+    b.gpu_share_usd = site_per_gpu
+    for name, per_year in b.serve.items():
+        need, spare, pers, per_domain = b.serve_rates[name]
+        if not per_year or not pers or f"service:{name}:rate" in relax:
+            continue  # no floor for mixes: their capacity depends on the routing
+        reps = [(o, rs[0]) for o, rs in per_year]
+        costs = [
+            math.floor(rent_pv_usd(o, problem, rates))
+            if o.rent_usd_per_gpu_hour is not None
+            else site_per_gpu[o.pool] * o.gpus_per_replica
+            for o, _ in reps
+        ]
+        found = service_floor(reps, costs, pers, per_domain, need, spare, name)
+        b.floors[name] = Floor(reps, costs, pers, per_domain, need, spare, found)
+        if found is not None:
+            bound = found[0]
+            b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
+                f"service:{name}:floor"
+            )
+
+
+_FLOORS: Memo[tuple[int, tuple[int, ...]] | None] = Memo(10_000)
+
+
+def service_floor(
+    reps: list[tuple[InferenceOption, cp_model.IntVar]],
+    costs: list[int],
+    pers: list[int],
+    per_domain: list[int],
+    need: int,
+    spare: int,
+    name: str,
+    uppers: list[int] | None = None,
+    limit_s: float | None = None,
+) -> tuple[int, tuple[int, ...]] | None:
+    """The least cost of a service's GPUs served alone (its proven bound) and the replicas per
+    kind that reach it, kept for the process: what-if variants that change neither its demand
+    nor its prices ask the same question. ``uppers``: at most so many replicas per kind (0
+    leaves a kind out; default: the model's bounds)."""
+    tops = [upper(r) for _, r in reps] if uppers is None else uppers
+    limit = FLOOR_DET_S if limit_s is None else limit_s
+    pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
+    modes = tuple((o.mode, o.kv_group) for o, _ in reps)
+    key = (pools, modes, tuple(costs), tuple(tops), tuple(pers), tuple(per_domain), need, spare, limit)
+    return _FLOORS.get(key, lambda: solve_alone(reps, tops, costs, pers, per_domain, need, spare, name, limit))
+
+
+FLOOR_DET_S = 0.5
+
+
+def solve_alone(
+    reps: list[tuple[InferenceOption, cp_model.IntVar]],
+    uppers: list[int],
+    costs: list[int],
+    pers: list[int],
+    per_domain: list[int],
+    need: int,
+    spare: int,
+    name: str,
+    limit_s: float,
+) -> tuple[int, tuple[int, ...]] | None:
+    """A service alone over its replica counts (``uppers`` bound each kind; 0 leaves a kind
+    out): its proven least cost and the counts of the best mix found, or None."""
+    alone, rs = alone_model(reps, uppers, pers, per_domain, need, spare, name)
+    alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+    return solved_alone(alone, rs, limit_s)
+
+
+def alone_model(
+    reps: list[tuple[InferenceOption, cp_model.IntVar]],
+    uppers: list[int],
+    pers: list[int],
+    per_domain: list[int],
+    need: int,
+    spare: int,
+    name: str,
+) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+    """A service's demand and spares over its replica counts, as in the full model (no objective)."""
+    alone = cp_model.CpModel()
+    rs = [alone.new_int_var(0, top, "r") for top in uppers]
+    triples = list(zip(reps, rs, pers, strict=True))
+    # disaggregated phases serve in pairs: their KV groups' flows, as in the full model
+    flows, _ = group_flows(alone, name, [(o, r, per) for (o, _), r, per in triples], need, 0)
+    capacity = sum(per * r for (o, _), r, per in triples if not o.disaggregated) + flows
+    alone.add(capacity >= need)
+    if spare:
+        domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)
+    return alone, rs
+
+
+def solved_alone(
+    alone: cp_model.CpModel, rs: list[cp_model.IntVar], limit_s: float
+) -> tuple[int, tuple[int, ...]] | None:
+    """One worker, a deterministic limit: the proven bound and the counts found, or None."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_deterministic_time = limit_s
+    status = solver.solve(alone)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return math.floor(solver.best_objective_bound), tuple(int(solver.value(r)) for r in rs)
