@@ -36,6 +36,18 @@ if TYPE_CHECKING:
 Seconds = float | np.ndarray
 
 
+def _maximum(a: Seconds, b: Seconds) -> Seconds:
+    """``np.maximum``, but a plain float for two floats: the analytic models price scalars by the
+    hundred thousand, where numpy's scalar dispatch costs more than the arithmetic."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return a if a >= b else b
+
+
+def _minimum(a: Seconds, b: float) -> Seconds:
+    return np.minimum(a, b) if isinstance(a, np.ndarray) else (a if a <= b else b)
+
+
 @dataclass(frozen=True)
 class EngineLimits:
     token_budget: int  # tokens (decode tokens + prompt chunks) one iteration processes at most
@@ -83,7 +95,7 @@ class IterationCost:
         m = self._model
         if self._window is None:
             return m.layers * context
-        return self._full_layers * context + (m.layers - self._full_layers) * np.minimum(context, self._window)
+        return self._full_layers * context + (m.layers - self._full_layers) * _minimum(context, self._window)
 
     def decode_s(self, seqs: int, context_tokens: Seconds) -> Seconds:
         """The decode part: ``seqs`` sequences holding ``context_tokens`` tokens between them."""
@@ -95,7 +107,7 @@ class IterationCost:
         tokens = seqs * (self._k + 1)  # the target verifies k proposed tokens and adds one
         mem = (r.weights.read(tokens) + kv) / r.bw
         flops = self._active_flops * tokens + self._decode_pair_flops * tokens * self._attended(per_seq)
-        target = np.maximum(mem, flops / r.flops)
+        target = _maximum(mem, flops / r.flops)
         if not self._k:
             return target
         return target + self._k * self._draft_pass_s(seqs, per_seq)
@@ -108,11 +120,11 @@ class IterationCost:
             attended = d.layers * per_seq
         else:
             full = d.full_attention_layers or 0
-            attended = full * per_seq + (d.layers - full) * np.minimum(per_seq, d.sliding_window)
+            attended = full * per_seq + (d.layers - full) * _minimum(per_seq, d.sliding_window)
         kv = seqs * r.draft_kv_per_token / d.layers * attended
         mem = (r.draft_weights.read(seqs) + kv) / r.bw
         flops = self._draft_active_flops * seqs + self._draft_decode_pair_flops * seqs * attended
-        return np.maximum(mem, flops / r.flops)
+        return _maximum(mem, flops / r.flops)
 
     def _kv_bytes(self, context: Seconds) -> Seconds:
         if self._window is None:

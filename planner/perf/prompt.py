@@ -46,11 +46,12 @@ def prompt_cost(
     while done < total:
         chunk = min(room, total - done)
         pairs = cost.chunk_pairs(round(cached) + done, chunk)
-        latency += float(cost.iteration_s(b, context_tokens, chunk, pairs))
+        alone = float(cost.iteration_s(b, context_tokens, chunk, pairs))
+        latency += alone
         if side > 1:
             shared = float(cost.iteration_s(b, context_tokens, chunk * side, pairs * side, side))
         else:
-            shared = float(cost.iteration_s(b, context_tokens, chunk, pairs))
+            shared = alone
         work += max(0.0, shared - base - fixed) / side
         done, chunks = done + chunk, chunks + 1
     return Prompt(
