@@ -48,10 +48,7 @@ def prompt_cost(
         pairs = cost.chunk_pairs(round(cached) + done, chunk)
         alone = float(cost.iteration_s(b, context_tokens, chunk, pairs))
         latency += alone
-        if side > 1:
-            shared = float(cost.iteration_s(b, context_tokens, chunk * side, pairs * side, side))
-        else:
-            shared = alone
+        shared = alone if side == 1 else float(cost.iteration_s(b, context_tokens, chunk * side, pairs * side, side))
         work += max(0.0, shared - base - fixed) / side
         done, chunks = done + chunk, chunks + 1
     return Prompt(
