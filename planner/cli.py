@@ -172,9 +172,8 @@ def _simulate(ctx: Context, plan: Plan, size: bool) -> tuple[Plan, Context]:
 
     from planner.simulate.check import check_by_simulation
 
-    services = sum(s.model is not None for s in ctx.problem.inference)
     with err.status("checking serving latency by simulation"):
-        return check_by_simulation(ctx, plan, size, workers=max(1, min(os.cpu_count() or 1, services)))
+        return check_by_simulation(ctx, plan, size, workers=os.cpu_count() or 1)
 
 
 def _explain(ctx: Context, plan: Plan, time_limit: float | None, why_not: list[str] | None) -> None:

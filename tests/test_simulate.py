@@ -369,6 +369,37 @@ def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> N
     assert 0.5 < (kind_of == 0).mean() < 0.7
 
 
+def test_random_router_replays_replicas_apart_as_in_time_order() -> None:
+    """Replicas replayed one after another, in one process or split over several, against the
+    same draws sent in time order to replicas that all advance together."""
+    from planner.simulate.fleet import route_kinds
+    from planner.simulate.replica import DecodeTimes, Replica, Requests
+
+    rng = np.random.default_rng(5)
+    n = 800
+    times = poisson_times(200.0, n, rng)
+    inputs, outputs = rng.integers(1, 300, n), rng.integers(1, 60, n)
+    traffic = Traffic(times, inputs, outputs, np.zeros(n, dtype=np.int64))
+    kinds = [Kind(_engine(VaryingCost(), 64, 4, 700), 3), Kind(_engine(ConstantCost(0.004), 128, 8, 2000), 2)]
+    kind_of = route_kinds(traffic, [[0.5, 0.5]], rng)
+    outs = [replay(kinds, traffic, kind_of, rng=np.random.default_rng(9), workers=w) for w in (1, 2)]
+
+    draw = np.random.default_rng(9).random(n)
+    requests = Requests(inputs.tolist(), outputs.tolist())
+    pools = [[Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)] for k in kinds]
+    for rid, (t, kind, u) in enumerate(zip(times.tolist(), kind_of.tolist(), draw.tolist(), strict=True)):
+        r = pools[kind][min(int(u * len(pools[kind])), len(pools[kind]) - 1)]
+        r.advance(t)
+        r.add(rid, t)
+    for pool in pools:
+        for r in pool:
+            r.advance(math.inf)
+    for out in outs:
+        assert np.array_equal(out.first_s, np.array(requests.first))
+        assert np.array_equal(out.finish_s, np.array(requests.finish))
+    assert not np.isnan(outs[1].finish_s).any()
+
+
 def test_round_robin_router_takes_the_replicas_in_turn() -> None:
     engine = _engine(ConstantCost(0.01), budget=1000, max_seqs=1, kv=10**6)
     n = 8

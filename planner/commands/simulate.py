@@ -47,7 +47,10 @@ def simulate(
         ),
     ] = "random",
     workers: Annotated[
-        int | None, typer.Option("--workers", min=1, help="worker processes, one service each (default: all cores)")
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="processes: one service each, or one service's replicas (default: all cores)"
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no terminal table")] = False,
 ) -> None:

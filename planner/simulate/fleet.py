@@ -65,23 +65,22 @@ def replay(
     delay_s: float = 0.0,
     router: str = "random",
     rng: np.random.Generator | None = None,
+    workers: int = 1,
 ) -> Outcome:
     """Send every request through the router; ``delay_s``: fixed time before the engine sees
-    it (API server, tokenizer)."""
+    it (API server, tokenizer). ``workers``: processes the ``random`` router's replicas are
+    replayed in (the same numbers however many)."""
     if router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}")
     cached = None if traffic.cached is None else traffic.cached.tolist()
     requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached)
-    pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     arrivals = traffic.send_s + delay_s
     if router == "random":  # each request to a replica of its kind drawn alike: Poisson per replica
         draw = (rng or np.random.default_rng(0)).random(len(arrivals))
-        for rid, (t, kind, u) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), draw.tolist(), strict=True)):
-            pool = pools[kind].replicas
-            r = pool[min(int(u * len(pool)), len(pool) - 1)]
-            r.advance(t)
-            r.add(rid, t)
-    elif router == "round-robin":
+        first, finish = _random_replay(kinds, requests, arrivals, kind_of, draw, workers)
+        return Outcome(traffic.send_s, first, finish, kind_of)
+    pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
+    if router == "round-robin":
         turn = [0] * len(pools)
         for rid, (t, kind) in enumerate(zip(arrivals.tolist(), kind_of.tolist(), strict=True)):
             pool = pools[kind].replicas
@@ -96,6 +95,63 @@ def replay(
         for r in pool.replicas:
             r.advance(math.inf)
     return Outcome(traffic.send_s, np.array(requests.first), np.array(requests.finish), kind_of)
+
+
+def _random_replay(
+    kinds: Sequence[Kind],
+    requests: Requests,
+    arrivals: np.ndarray,
+    kind_of: np.ndarray,
+    draw: np.ndarray,
+    workers: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """First and last token times under the ``random`` router. Its replicas never look at each
+    other, so each replays its own requests alone, replicas split over ``workers`` processes."""
+    counts = np.array([k.count for k in kinds], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    size = counts[kind_of]
+    replica = offsets[kind_of] + np.minimum((draw * size).astype(np.int64), size - 1)
+    order = np.argsort(replica, kind="stable")
+    ends = np.searchsorted(replica[order], np.arange(int(counts.sum()) + 1))
+    own = [order[ends[i] : ends[i + 1]] for i in range(int(counts.sum()))]
+    engines = [k.engine for k in kinds for _ in range(k.count)]
+    groups = _balanced([len(rids) for rids in own], workers)
+    jobs = [([engines[i] for i in g], [own[i] for i in g], requests, arrivals) for g in groups]
+    from planner.executors import map_ordered
+
+    first, finish = np.full(len(arrivals), np.nan), np.full(len(arrivals), np.nan)
+    for rids, got_first, got_finish in map_ordered(_replay_alone, jobs, len(jobs)):
+        first[rids], finish[rids] = got_first, got_finish
+    return first, finish
+
+
+def _balanced(sizes: list[int], workers: int) -> list[list[int]]:
+    """Indices of ``sizes`` in at most ``workers`` groups of about equal sum (largest first)."""
+    groups: list[list[int]] = [[] for _ in range(max(1, min(workers, len(sizes))))]
+    load = [0] * len(groups)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        g = load.index(min(load))
+        groups[g].append(i)
+        load[g] += sizes[i]
+    return [g for g in groups if g]
+
+
+def _replay_alone(
+    job: tuple[list[Engine], list[np.ndarray], Requests, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Replicas each replaying their own requests: their ids and first and last token times."""
+    engines, owned, requests, arrivals = job
+    times = arrivals.tolist()
+    shared: dict[int, DecodeTimes] = {}  # one table per engine, as the replicas of a kind share
+    for engine, rids in zip(engines, owned, strict=True):
+        table = shared.setdefault(id(engine), DecodeTimes(engine))
+        r = Replica(engine, requests, table)
+        for rid in rids.tolist():
+            r.advance(times[rid])
+            r.add(rid, times[rid])
+        r.advance(math.inf)
+    mine = np.concatenate(owned) if owned else np.zeros(0, dtype=np.int64)
+    return mine, np.array(requests.first)[mine], np.array(requests.finish)[mine]
 
 
 class _Pool:

@@ -31,15 +31,16 @@ class ServiceResult:
 
 
 def simulate_service(
-    spec: ServiceSpec, requests: int, seed: int, stream: int = 0, router: str = "random"
+    spec: ServiceSpec, requests: int, seed: int, stream: int = 0, router: str = "random", workers: int = 1
 ) -> ServiceResult:
-    """Replay ``requests`` Poisson requests at the spec's planned rate through its replicas."""
+    """Replay ``requests`` Poisson requests at the spec's planned rate through its replicas
+    (their replays in ``workers`` processes where the router allows)."""
     start = time.perf_counter()
     rng = np.random.default_rng([seed, stream])
     traffic = poisson_traffic(spec.rate_per_s, requests, rng, spec.buckets, spec.trace)
     traffic = with_prefix_hits(traffic, spec.prefix_shared_tokens, spec.prefix_hit_rate, rng)
     kinds = route_kinds(traffic, spec.routes, rng)
-    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router, rng)
+    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router, rng, workers)
     lat = Latencies.of(outcome.send_s, outcome.first_s, outcome.finish_s, traffic.output_tokens)
     summary = lat.summary(spec.ttft_ms, spec.tpot_ms)
     row: dict[str, Any] = {
@@ -111,18 +112,21 @@ def simulate_plan(
     router: str = "random",
 ) -> list[ServiceResult]:
     """Every service of the plan, simulated at its peak planned rate (generic ones skipped);
-    services in ``workers`` processes (the same numbers however many)."""
+    services in ``workers`` processes, or one service's replicas (the same numbers however many)."""
     from planner.executors import map_ordered
 
-    jobs = [(spec, requests, seed, stream, router) for stream, spec in enumerate(service_specs(plan, loaded, catalog))]
-    return map_ordered(_simulate_job, jobs, workers=min(workers, sum(not isinstance(j[0], Skipped) for j in jobs)))
+    specs = service_specs(plan, loaded, catalog)
+    simulated = sum(not isinstance(spec, Skipped) for spec in specs)
+    inner = workers if simulated == 1 else 1
+    jobs = [(spec, requests, seed, stream, router, inner) for stream, spec in enumerate(specs)]
+    return map_ordered(_simulate_job, jobs, workers=min(workers, simulated))
 
 
-def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str]) -> ServiceResult:
-    spec, requests, seed, stream, router = job
+def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str, int]) -> ServiceResult:
+    spec, requests, seed, stream, router, workers = job
     if isinstance(spec, Skipped):
         return skipped_result(spec)
-    return simulate_service(spec, requests, seed, stream, router)
+    return simulate_service(spec, requests, seed, stream, router, workers)
 
 
 def report_json(results: list[ServiceResult], requests: int, seed: int, router: str = "random") -> dict[str, Any]:
