@@ -16,6 +16,7 @@ from planner.optimize.built import Built, Floor, upper
 from planner.optimize.costs import rent_pv_usd
 from planner.optimize.disagg import group_flows
 from planner.optimize.serving import domain_spare
+from planner.optimize.solve import CUT_LEVEL
 from planner.options.types import InferenceOption
 from planner.perf.memo import Memo
 from planner.pricing import pool_pue, server_unit_tco_usd
@@ -141,6 +142,7 @@ def solved_alone(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = limit_s
+    solver.parameters.cut_level = CUT_LEVEL  # as the whole model's: more services proven in the limit
     status = solver.solve(alone)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None

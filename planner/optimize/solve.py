@@ -226,8 +226,8 @@ def _solve(model: cp_model.CpModel, limit: float, workers: int, lb_tree_search: 
     second = _run(model, rest, PORTFOLIO_WORKERS)
     best = second if _better(second, first) else first
     best.seconds = time.perf_counter() - start
-    if best is first and second.status in ("optimal", "feasible"):
-        best.bound = max(first.bound, second.bound)
+    if first.status == "feasible" and second.status in ("optimal", "feasible"):
+        best.bound = max(first.bound, second.bound)  # both are proven: the second starts without the first's
     return best
 
 
