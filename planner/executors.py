@@ -73,6 +73,28 @@ def _local(
 
 
 @contextlib.contextmanager
+def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> Iterator[Callable[[], list[Any]]]:
+    """``map_ordered`` over local worker processes, started now and collected later: the caller
+    works meanwhile, then calls what is yielded (the results in the order of the jobs). One
+    worker, or inside a worker already: the jobs run here when collected."""
+    import multiprocessing
+
+    if workers < 2 or len(jobs) < 2 or multiprocessing.parent_process() is not None:
+        yield lambda: [fn(job) for job in jobs]
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=_worker_signals)
+    try:
+        futures = [pool.submit(fn, job) for job in jobs]
+        yield lambda: [_result(f) for f in futures]
+    except BaseException:  # Ctrl-C, the deadline, a failed job: no worker goes on
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+@contextlib.contextmanager
 def worker_pool(
     workers: int, setup: Callable[[], None] | None = None
 ) -> Iterator[Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]]:

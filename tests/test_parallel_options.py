@@ -1,5 +1,5 @@
-"""Service options from worker processes: the same options, in the same order, as one
-process's, and the parent keeps the workers' estimates."""
+"""Service options from worker processes (each taking every n-th service and pool): the same
+options, in the same order, as one process's, and the parent keeps the workers' estimates."""
 
 from __future__ import annotations
 
@@ -38,22 +38,22 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     problem = loads_problem(PROBLEM, "many.yaml").problem
     catalog = load_catalog()
     monkeypatch.setattr(perf_inference, "KEPT", Memo())
-    monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 10**9)
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_PAIRS", 10**9)
     alone = build_options(problem, catalog)
 
     calls: list[int] = []
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(perf_inference, "KEPT", Memo())  # the workers estimate anew
-    monkeypatch.setattr(parallel, "PARALLEL_FROM_SERVICES", 2)
+    monkeypatch.setattr(parallel, "PARALLEL_FROM_PAIRS", 2)
     from planner import executors
 
-    mapped = executors.map_ordered
+    started = executors.started_map
 
-    def spy(fn, jobs, workers=1, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def spy(fn, jobs, workers):  # type: ignore[no-untyped-def]
         calls.append(workers)
-        return mapped(fn, jobs, workers, *args, **kwargs)
+        return started(fn, jobs, workers)
 
-    monkeypatch.setattr(executors, "map_ordered", spy)
+    monkeypatch.setattr(executors, "started_map", spy)
     together = build_options(problem, catalog)
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)

@@ -16,7 +16,7 @@ from planner.options.parallel import service_options
 from planner.options.pools import RELAXABLE_BOUNDS, pool_limit
 from planner.options.rentals import add_rentals
 from planner.options.training import topological, training_options
-from planner.options.types import InferenceOption, Rejection, TrainingOption, WorkloadOptions
+from planner.options.types import InferenceOption, PoolLimit, Rejection, TrainingOption, WorkloadOptions
 from planner.schema.problem import Problem
 
 
@@ -32,6 +32,27 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
             limits[key] = pool_limit(problem, catalog, key, ignore=RELAXABLE_BOUNDS)
         return limits[key]
 
+    with service_options(list(problem.inference), catalog, limit) as services:  # workers start now
+        out = _training(problem, catalog, limit, slower)
+        out += services()
+    _on_training_pools(problem, out)
+    if problem.finance.rent != "none":
+        for wo in out:
+            add_rentals(wo, catalog, problem.finance.rent)
+    if not problem.finance.buy:  # rent only
+        for wo in out:
+            options: list[InferenceOption | TrainingOption] = [*wo.inference, *wo.training]
+            owned = [o for o in options if o.rent_usd_per_gpu_hour is None]
+            wo.rejected += [
+                Rejection(o.gpu, o.pool.server, "rent only (finance.buy: false), no cloud price") for o in owned
+            ]
+            wo.inference = [o for o in wo.inference if o.rent_usd_per_gpu_hour is not None]
+            wo.training = [o for o in wo.training if o.rent_usd_per_gpu_hour is not None]
+    return out
+
+
+def _training(problem: Problem, catalog: Catalog, limit: PoolLimit, slower: bool) -> list[WorkloadOptions]:
+    """Every training job's options, in the problem's order (sized in the order of their chains)."""
     dependents = {d.lower() for j in problem.training for d in j.after}
     by_name: dict[str, WorkloadOptions] = {}
     earliest_end: dict[str, float] = {}
@@ -54,20 +75,6 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
         for job, wo in zip(problem.training, out, strict=True):
             in_chain = job.name.lower() in dependents or bool(job.after)
             wo.training = prune_training(wo.training, problem, catalog, in_chain, shared)
-    out += service_options(list(problem.inference), catalog, limit)
-    _on_training_pools(problem, out)
-    if problem.finance.rent != "none":
-        for wo in out:
-            add_rentals(wo, catalog, problem.finance.rent)
-    if not problem.finance.buy:  # rent only
-        for wo in out:
-            options: list[InferenceOption | TrainingOption] = [*wo.inference, *wo.training]
-            owned = [o for o in options if o.rent_usd_per_gpu_hour is None]
-            wo.rejected += [
-                Rejection(o.gpu, o.pool.server, "rent only (finance.buy: false), no cloud price") for o in owned
-            ]
-            wo.inference = [o for o in wo.inference if o.rent_usd_per_gpu_hour is not None]
-            wo.training = [o for o in wo.training if o.rent_usd_per_gpu_hour is not None]
     return out
 
 

@@ -32,46 +32,65 @@ def inference_options(
 ) -> WorkloadOptions:
     """Every replica kind of the service on every pool that could hold it; ``wide_ep`` adds,
     for MoE models, wide expert parallelism with attention DP (see ``replica_layouts``)."""
+    parts = [pool_options(svc, catalog, chassis, gpu, limit, wide_ep) for chassis, gpu in service_pools(catalog)]
+    return joined_options(svc, catalog, parts)
+
+
+def service_pools(catalog: Catalog) -> list[tuple[str, str]]:
+    """(chassis, GPU) pairs a service's options are enumerated on, in order."""
+    return [(key, gpu_id) for key, chassis in catalog.servers.items() for gpu_id in chassis.gpus]
+
+
+def joined_options(svc: InferenceService, catalog: Catalog, parts: list[WorkloadOptions]) -> WorkloadOptions:
+    """A service's options from its pools' (``pool_options``, in ``service_pools`` order)."""
+    wo = WorkloadOptions(svc.name, "inference", shape_of(svc.model, catalog) if svc.model is not None else None)
+    for part in parts:
+        wo.inference += part.inference
+        wo.rejected += part.rejected
+    if svc.disaggregation == "auto":
+        screen(wo, svc, catalog)
+    if svc.generic and not wo.inference and not wo.rejected:
+        wo.rejected.append(Rejection("-", "-", "no measured GPU is in the catalog after exclusions"))
+    return wo
+
+
+def pool_options(
+    svc: InferenceService, catalog: Catalog, chassis_id: str, gpu_id: str, limit: PoolLimit, wide_ep: bool
+) -> WorkloadOptions:
+    """The service's replica kinds (and the reasons against the others) on one chassis and GPU."""
     shape = shape_of(svc.model, catalog) if svc.model is not None else None
     wo = WorkloadOptions(svc.name, "inference", shape)
+    chassis, gpu = catalog.servers[chassis_id], catalog.gpus[gpu_id]
+    key = PoolKey(chassis.id, gpu_id, "none")
+    cap, why = limit(key)
+    if cap == 0:
+        wo.rejected.append(Rejection(gpu_id, chassis.id, why))
+        return wo
+    sizes = packing_sizes(chassis.gpus_per_server, chassis.gpus_per_tray)
+    if svc.mix is not None:
+        wo.inference.extend(_undominated(_mix_options(svc, catalog, chassis, gpu, key, sizes, wo, wide_ep)))
+        return wo
     # the user's benchmarks, by (GPU, precision, GPUs per replica); excluded GPUs drop out
     measured = {
         (gid, m.precision, m.gpus_per_replica): m
         for m in svc.measured
         if (gid := catalog.find_gpu_id(m.gpu)) is not None
     }
-    for chassis in catalog.servers.values():
-        for gpu_id in chassis.gpus:
-            gpu = catalog.gpus[gpu_id]
-            key = PoolKey(chassis.id, gpu_id, "none")
-            cap, why = limit(key)
-            if cap == 0:
-                wo.rejected.append(Rejection(gpu_id, chassis.id, why))
-                continue
-            sizes = packing_sizes(chassis.gpus_per_server, chassis.gpus_per_tray)
-            if svc.mix is not None:
-                found = _mix_options(svc, catalog, chassis, gpu, key, sizes, wo, wide_ep)
-                wo.inference.extend(_undominated(found))
-                continue
-            found = _modelled_options(svc, catalog, chassis, gpu, key, measured, wo, wide_ep)
-            if svc.disaggregation == "always":
-                found = []
-            for (gid, precision, n), entry in measured.items():
-                if gid != gpu_id or svc.disaggregation == "always":
-                    continue
-                reason = _measured_problem(svc, entry, n, sizes)
-                if reason:
-                    wo.rejected.append(Rejection(gpu_id, chassis.id, f"measured {precision} x{n}: {reason}"))
-                else:
-                    found.append(InferenceOption(svc.name, key, precision, n, _measured_estimate(svc, entry), True))
-            wo.inference.extend(_undominated(found))
-            if wo.shape is not None and offers_disaggregation(svc):
-                layouts = replica_layouts(chassis, gpu, wo.shape, wide_ep)
-                wo.inference += phase_options(svc, wo.shape, catalog, limit, layouts, chassis, gpu, wo)
-    if svc.disaggregation == "auto":
-        screen(wo, svc, catalog)
-    if svc.generic and not wo.inference and not wo.rejected:
-        wo.rejected.append(Rejection("-", "-", "no measured GPU is in the catalog after exclusions"))
+    found = _modelled_options(svc, catalog, chassis, gpu, key, measured, wo, wide_ep)
+    if svc.disaggregation == "always":
+        found = []
+    for (gid, precision, n), entry in measured.items():
+        if gid != gpu_id or svc.disaggregation == "always":
+            continue
+        reason = _measured_problem(svc, entry, n, sizes)
+        if reason:
+            wo.rejected.append(Rejection(gpu_id, chassis.id, f"measured {precision} x{n}: {reason}"))
+        else:
+            found.append(InferenceOption(svc.name, key, precision, n, _measured_estimate(svc, entry), True))
+    wo.inference.extend(_undominated(found))
+    if wo.shape is not None and offers_disaggregation(svc):
+        layouts = replica_layouts(chassis, gpu, wo.shape, wide_ep)
+        wo.inference += phase_options(svc, wo.shape, catalog, limit, layouts, chassis, gpu, wo)
     return wo
 
 

@@ -1,57 +1,93 @@
-"""Every service's replica kinds, in worker processes when there are many services.
+"""Every service's replica kinds, in worker processes when there is enough to estimate.
 
-Each service's options are independent of the others' and take about a second to estimate
-(a rate search per GPU, size and precision), so on a many-service problem the enumeration
-is most of the run before the solver starts. Workers each take every ``n``-th service and
-return its options in order, with the estimates they made: the parent keeps them, so later
-enumerations in the same run (a diagnosis, explanations, what-if variants) reuse them as if
-it had made them itself. The result is the same as one process's, only sooner.
+A service's options on one pool (chassis and GPU) are independent of every other pool's and
+service's, and each takes a rate search per size and precision: on most problems the
+enumeration is the longest step before the solver starts. Workers each take every ``n``-th
+(service, pool) pair and return its options with the estimates they made: the parent keeps
+them, so later enumerations in the same run (a diagnosis, explanations, what-if variants)
+reuse them as if it had made them itself. The workers start first and the caller works
+meanwhile (``build_options`` enumerates the training jobs' options), then collects; the result
+is the same as one process's, only sooner.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.disagg import kv_routes
-from planner.options.inference import inference_options
+from planner.options.inference import (
+    WIDE_EP_IN_PLANS,
+    inference_options,
+    joined_options,
+    pool_options,
+    service_pools,
+)
 from planner.options.types import PoolLimit, WorkloadOptions
 from planner.perf import inference as perf_inference
 from planner.schema.problem import InferenceService
 
-PARALLEL_FROM_SERVICES = 8  # fewer: starting workers costs more than it saves
+# (service, pool) pairs with a model to estimate; fewer: starting workers costs more than it
+# saves (about 70 ms on 2 cores, against 15-20 ms of estimates per pair on startup)
+PARALLEL_FROM_PAIRS = 24
+
+Task = tuple[int, int]  # (index of the service, index of the pool in ``service_pools``)
 
 
-def service_options(services: list[InferenceService], catalog: Catalog, limit: PoolLimit) -> list[WorkloadOptions]:
-    workers = min(os.cpu_count() or 1, len(services))
-    if len(services) < PARALLEL_FROM_SERVICES or workers < 2 or multiprocessing.parent_process() is not None:
-        return [inference_options(svc, catalog, limit) for svc in services]
-    from planner.executors import map_ordered
+@contextmanager
+def service_options(
+    services: list[InferenceService], catalog: Catalog, limit: PoolLimit
+) -> Iterator[Callable[[], list[WorkloadOptions]]]:
+    """Start enumerating the services' options; the call yielded waits for them."""
+    pools = service_pools(catalog)
+    workers = min(os.cpu_count() or 1, len(pools) * len(services))
+    modelled = sum(s.model is not None for s in services) * len(pools)
+    if modelled < PARALLEL_FROM_PAIRS or workers < 2 or multiprocessing.parent_process() is not None:
+        yield lambda: [inference_options(svc, catalog, limit) for svc in services]
+        return
+    from planner.executors import started_map
 
+    limits = {key: limit(key) for key in _pool_keys(catalog)}
+    tasks = [(s, p) for s in range(len(services)) for p in range(len(pools))]
+    jobs = [(services, catalog, limits, tasks[w::workers]) for w in range(workers)]
+    with started_map(_options_of, jobs, workers) as collect:
+
+        def joined() -> list[WorkloadOptions]:
+            parts: dict[Task, WorkloadOptions] = {}
+            for done, made in collect():
+                parts.update(done)
+                perf_inference.KEPT.remember(made)
+            return [
+                joined_options(svc, catalog, [parts[s, p] for p in range(len(pools))]) for s, svc in enumerate(services)
+            ]
+
+        yield joined
+
+
+def _pool_keys(catalog: Catalog) -> set[PoolKey]:
+    """Every pool a service's options may name: each chassis and GPU, and the pools
+    disaggregated phases may live on."""
     keys = {PoolKey(chassis.id, gpu, "none") for chassis in catalog.servers.values() for gpu in chassis.gpus}
-    keys |= {  # the pools disaggregated phases may live on
+    return keys | {
         key
         for chassis in catalog.servers.values()
         for gpu in chassis.gpus
         for key, _, _ in kv_routes(catalog, chassis, catalog.gpus[gpu])
     }
-    limits = {key: limit(key) for key in keys}
-    jobs = [(services[w::workers], catalog, limits) for w in range(workers)]
-    done = map_ordered(_options_of, jobs, workers)
-    out: list[WorkloadOptions | None] = [None] * len(services)
-    for w, (options, made) in enumerate(done):
-        for i, wo in enumerate(options):
-            out[w + i * workers] = wo
-        perf_inference.KEPT.remember(made)
-    assert all(wo is not None for wo in out)
-    return [wo for wo in out if wo is not None]
 
 
-def _options_of(job: tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]]]) -> tuple[Any, Any]:
-    services, catalog, limits = job
+def _options_of(
+    job: tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]], list[Task]],
+) -> tuple[dict[Task, WorkloadOptions], Any]:
+    services, catalog, limits, tasks = job
+    pools = service_pools(catalog)
     before = perf_inference.KEPT.keys()
-    options = [inference_options(svc, catalog, limits.__getitem__) for svc in services]
-    return options, perf_inference.KEPT.since(before)
+    done = {
+        (s, p): pool_options(services[s], catalog, *pools[p], limits.__getitem__, WIDE_EP_IN_PLANS) for s, p in tasks
+    }
+    return done, perf_inference.KEPT.since(before)
