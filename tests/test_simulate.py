@@ -340,21 +340,30 @@ def test_simulate_bad_input_exits_2(tmp_path: Path) -> None:
     assert code == 2 and "not a plan" in text
 
 
-def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> None:
-    """The event-driven router against a scan of every replica at every arrival."""
+def _two_kinds(
+    seed: int, n: int, rate: float, largest: tuple[int, int], share: float
+) -> tuple[Traffic, list[Kind], np.ndarray]:
+    """Poisson traffic of random sizes (below ``largest`` (input, output)) over two replica
+    kinds (3 and 2 replicas), ``share`` of it routed to the first."""
     from planner.simulate.fleet import route_kinds
-    from planner.simulate.replica import Replica, Requests
 
-    rng = np.random.default_rng(11)
-    n = 600
-    times = poisson_times(150.0, n, rng)
-    inputs, outputs = rng.integers(1, 200, n), rng.integers(1, 40, n)
+    rng = np.random.default_rng(seed)
+    times = poisson_times(rate, n, rng)
+    inputs, outputs = rng.integers(1, largest[0], n), rng.integers(1, largest[1], n)
     traffic = Traffic(times, inputs, outputs, np.zeros(n, dtype=np.int64))
     kinds = [Kind(_engine(VaryingCost(), 64, 4, 700), 3), Kind(_engine(ConstantCost(0.004), 128, 8, 2000), 2)]
-    kind_of = route_kinds(traffic, [[0.6, 0.4]], rng)
+    return traffic, kinds, route_kinds(traffic, [[share, 1 - share]], rng)
+
+
+def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> None:
+    """The event-driven router against a scan of every replica at every arrival."""
+    from planner.simulate.replica import Replica, Requests
+
+    traffic, kinds, kind_of = _two_kinds(11, 600, 150.0, (200, 40), 0.6)
     fast = replay(kinds, traffic, kind_of, router="least-outstanding")
 
-    requests = Requests(inputs.tolist(), outputs.tolist())
+    times = traffic.send_s
+    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist())
     pools = [[Replica(k.engine, requests) for _ in range(k.count)] for k in kinds]
     for rid, (t, kind) in enumerate(zip(times.tolist(), kind_of.tolist(), strict=True)):
         for r in pools[kind]:
@@ -372,20 +381,14 @@ def test_router_sends_each_request_to_the_replica_with_fewest_outstanding() -> N
 def test_random_router_replays_replicas_apart_as_in_time_order() -> None:
     """Replicas replayed one after another, in one process or split over several, against the
     same draws sent in time order to replicas that all advance together."""
-    from planner.simulate.fleet import route_kinds
     from planner.simulate.replica import DecodeTimes, Replica, Requests
 
-    rng = np.random.default_rng(5)
-    n = 800
-    times = poisson_times(200.0, n, rng)
-    inputs, outputs = rng.integers(1, 300, n), rng.integers(1, 60, n)
-    traffic = Traffic(times, inputs, outputs, np.zeros(n, dtype=np.int64))
-    kinds = [Kind(_engine(VaryingCost(), 64, 4, 700), 3), Kind(_engine(ConstantCost(0.004), 128, 8, 2000), 2)]
-    kind_of = route_kinds(traffic, [[0.5, 0.5]], rng)
+    traffic, kinds, kind_of = _two_kinds(5, 800, 200.0, (300, 60), 0.5)
     outs = [replay(kinds, traffic, kind_of, rng=np.random.default_rng(9), workers=w) for w in (1, 2)]
 
-    draw = np.random.default_rng(9).random(n)
-    requests = Requests(inputs.tolist(), outputs.tolist())
+    times = traffic.send_s
+    draw = np.random.default_rng(9).random(len(traffic))
+    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist())
     pools = [[Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)] for k in kinds]
     for rid, (t, kind, u) in enumerate(zip(times.tolist(), kind_of.tolist(), draw.tolist(), strict=True)):
         r = pools[kind][min(int(u * len(pools[kind])), len(pools[kind]) - 1)]
