@@ -11,7 +11,10 @@ same app at the end of this file, in the order `planner --help` lists them.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -168,8 +171,6 @@ def _two_stage(
 
 def _simulate(ctx: Context, plan: Plan, size: bool) -> tuple[Plan, Context]:
     """Check the plan's serving latency by simulation (and with ``size``, add replicas until it holds)."""
-    import os
-
     from planner.simulate.check import check_by_simulation
 
     with err.status("checking serving latency by simulation"):
@@ -274,6 +275,28 @@ def main() -> None:
         code = exit_code(exc)
         err.print("interrupted" if code == 130 else "terminated", markup=False)
         sys.exit(code)
+
+
+def entry() -> None:
+    """The console script: ``main``, then out without tearing the interpreter down. The answer is
+    written and flushed and the exit handlers have run; what is skipped is freeing OR-Tools,
+    pandas and numpy module by module (0.15 s of the 2.3 s of `planner solve
+    problems/startup.yaml`, measured)."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # as the interpreter does with a message
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe has nothing more to take
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,31 @@
+"""The console script leaves without tearing the interpreter down (``planner.cli.entry``):
+what it wrote must be all there, and its exit code the command's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "planner", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def test_a_plan_piped_to_stdout_arrives_whole() -> None:
+    done = _run("solve", "problems/qlora-workstation.yaml", "--json", "-", "--no-simulate", "--quiet")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)  # the last byte flushed before the process left
+    assert plan["status"] == "optimal" and plan["problem"] == "qlora-workstation"
+
+
+def test_exit_codes_are_the_commands() -> None:
+    assert _run("solve", "problems/infeasible-budget.yaml", "--quiet", "--no-simulate").returncode == 1
+    missing = _run("solve", "no-such-problem.yaml")
+    assert missing.returncode == 2 and "no-such-problem.yaml" in missing.stderr
+    assert _run("--help").returncode == 0
