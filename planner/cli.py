@@ -90,7 +90,7 @@ def solve(
     ] = None,
 ) -> None:
     """Find the lowest-TCO plan that meets every target and limit."""
-    from planner.optimize.solve import run_budget
+    from planner.optimize.budget import run_budget
     from planner.report.files import check_writable, write_all
     from planner.report.tables import plan_json, purchase_csv
     from planner.report.terminal import print_infeasible, print_plan
@@ -137,15 +137,22 @@ def _plan(
     from planner.context import prepare
     from planner.io.kept_plan import kept_hardware
     from planner.io.problem_io import load_problem
+
+    ctx = prepare(load_problem(problem), meanwhile=_import_solver)
     from planner.pipeline import plan_context
 
-    ctx = prepare(load_problem(problem))
     if keep is not None:
         ctx.kept = kept_hardware(str(keep), ctx.catalog)
     for gpu in why_not or []:
         if gpu.lower() != "all":
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
     return plan_context(ctx, time_limit, keep_start), ctx  # explanations' re-solves start from the plan
+
+
+def _import_solver() -> None:
+    """OR-Tools and the model's modules (a quarter of a second), imported while the options'
+    workers estimate."""
+    import planner.pipeline  # noqa: F401
 
 
 def _two_stage(
@@ -180,7 +187,7 @@ def _simulate(ctx: Context, plan: Plan, size: bool) -> tuple[Plan, Context]:
 def _explain(ctx: Context, plan: Plan, time_limit: float | None, why_not: list[str] | None) -> None:
     """Measure what each limit is worth; when the time limit cuts it short, the plan stands without it."""
     from planner.explain import explain
-    from planner.optimize.solve import cuttable
+    from planner.optimize.budget import cuttable
 
     try:
         with err.status("measuring what each limit is worth (solving again)"), cuttable():

@@ -3,6 +3,7 @@ it may buy from, and every workload's options."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.bom import PoolKey
@@ -28,7 +29,11 @@ class Context:
     start: dict[str, int] | None = None
 
 
-def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
+def prepare(
+    loaded: LoadedProblem, base: Catalog | None = None, meanwhile: Callable[[], object] | None = None
+) -> Context:
+    """``meanwhile``: work of the caller's own, run while the options' worker processes estimate
+    (the command line imports the solver then)."""
     base = base or load_catalog()
     check_references(loaded, base)
     p = loaded.problem
@@ -36,4 +41,4 @@ def prepare(loaded: LoadedProblem, base: Catalog | None = None) -> Context:
     catalog = base.restricted(
         p.catalog.exclude, vendors, p.catalog.prices_usd, p.catalog.rent_usd_per_gpu_hour, allow=p.policy.allow
     )
-    return Context(p, catalog, build_options(p, catalog), loaded)
+    return Context(p, catalog, build_options(p, catalog, meanwhile=meanwhile), loaded)

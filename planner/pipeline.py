@@ -13,9 +13,10 @@ from planner.catalog import Catalog
 from planner.context import Context, prepare
 from planner.errors import OutOfTime, TimeLimitError
 from planner.io.problem_io import LoadedProblem
+from planner.optimize.budget import budget_spent, cuttable, run_budget, settle
 from planner.optimize.built import Built
 from planner.optimize.model import build
-from planner.optimize.solve import Solved, budget_spent, covers, cuttable, run_budget, settle, solve, solved_values
+from planner.optimize.solve import Solved, covers, solve, solved_values
 from planner.options.types import WorkloadOptions
 from planner.schema.plan import Diagnosis, Plan
 from planner.schema.problem import Problem

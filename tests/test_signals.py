@@ -303,22 +303,22 @@ def test_the_deadline_alarm_cuts_python_work_until_the_run_has_its_answer(monkey
     """In-process: after the deadline, SIGALRM raises OutOfTime in plain Python code (options, model
     building), not once the run has its answer, and again inside a section that may be cut."""
     from planner.errors import OutOfTime
-    from planner.optimize import solve
+    from planner.optimize import budget
 
-    monkeypatch.setattr(solve, "WALL_GRACE_S", 0.0)
-    monkeypatch.setattr(solve, "ALARM_GRACE_S", 0.05)
-    monkeypatch.setattr(solve, "ALARM_EVERY_S", 0.2)
+    monkeypatch.setattr(budget, "WALL_GRACE_S", 0.0)
+    monkeypatch.setattr(budget, "ALARM_GRACE_S", 0.05)
+    monkeypatch.setattr(budget, "ALARM_EVERY_S", 0.2)
 
     def busy(seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             pass
 
-    with solve.run_budget(0.01, alarm=True):
+    with budget.run_budget(0.01, alarm=True):
         with pytest.raises(OutOfTime):
             busy(5.0)
-        solve.settle()
+        budget.settle()
         busy(0.3)  # not cut: the run has its answer
-        with pytest.raises(OutOfTime), solve.cuttable():
+        with pytest.raises(OutOfTime), budget.cuttable():
             busy(5.0)
     assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL

@@ -1,10 +1,7 @@
 """Solve a built model deterministically and report status, objective, bound and gap.
 
-A run's solves share one budget (``run_budget``): ``--time-limit`` bounds the whole run (the
-plan, its tie-breaks, a diagnosis, explanations), not each solve. Its deterministic seconds
-keep plans reproducible; a wall-clock deadline (``WALL_FACTOR`` x the limit + ``WALL_GRACE_S``)
-makes sure the run ends on a slow or loaded machine, and, with ``alarm``, cuts the work around
-the solver too (option enumeration, model building) by raising ``OutOfTime``.
+Every solve keeps to its run's budget (``planner.optimize.budget``: ``--time-limit`` bounds the
+whole run, not each solve).
 
 Every solve runs in a helper thread while the calling thread waits in short slices, so Ctrl-C
 (or the deadline) stops the search at once instead of when CP-SAT returns; CP-SAT is told to
@@ -15,17 +12,17 @@ and leave SIGINT at its default action afterwards).
 from __future__ import annotations
 
 import contextlib
-import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
 from planner.errors import OutOfTime, PlannerError
+from planner.optimize import budget as run
+from planner.optimize.budget import budget_spent, settle
 
 # Deterministic time limits only, and a fixed search: the same problem gives the same
 # plan on any machine (cpsat-notes: several free-running workers with a wall-clock
@@ -43,15 +40,6 @@ START_PHASE = 10.0  # a fixed start's solve (consolidate): measured 0.7 det. s o
 # re-solves faster, the search explores more and proves more: startup's solve 0.68 -> 0.40 s,
 # bench_large's gaps at 60 det. s 9.6 / 9.4 / 11.0% -> 6.2 / 6.0 / 6.6% (seeds 7 / 11 / 13).
 CUT_LEVEL = 0
-
-# The run's wall-clock deadline: one deterministic second took 1.5-3 wall seconds on a loaded
-# 2-core machine (benchmarks/README.md; 4-5 with other test runs beside it), and options and
-# model building come on top. A run with ``--time-limit 60`` ends within about 100 s.
-WALL_FACTOR = 1.5
-WALL_GRACE_S = 10.0
-ALARM_GRACE_S = 1.0  # the solver stops itself at the deadline; the alarm is for the Python around it
-ALARM_EVERY_S = 0.5  # after the deadline, until a section that may be cut is reached
-MIN_SOLVE_S = 0.001  # less than this left: no solve is started
 POLL_S = 0.1  # how often a waiting thread looks for Ctrl-C or the deadline
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
@@ -86,94 +74,6 @@ class Solved:
 
     def value(self, expr: cp_model.LinearExprT) -> int:
         return int(self.solver.value(expr))
-
-
-@dataclass
-class Budget:
-    """What is left of a run's solving time."""
-
-    deterministic_s: float  # shared by every solve of the run
-    deadline: float  # time.monotonic(): every solve stops by then
-    settled: bool = False  # the run has its answer (a plan, or infeasibility proven)
-    cuttable: int = 0  # depth of sections after the answer that the deadline may still cut short
-
-    def wall_left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def spent(self) -> bool:
-        return self.deterministic_s < MIN_SOLVE_S or self.wall_left() <= 0
-
-
-_budget: Budget | None = None
-
-
-@contextmanager
-def run_budget(time_limit_s: float | None, alarm: bool = False) -> Iterator[Budget | None]:
-    """Solves inside share ``time_limit_s`` deterministic seconds and stop by the run's deadline.
-
-    Without a limit, or inside a run that already has a budget, nothing changes (each solve has
-    its own limit). ``alarm`` (the command line, main thread only): after the deadline, SIGALRM
-    raises ``OutOfTime`` wherever the run is until it has its answer (``settle``), and after
-    that only inside ``cuttable()`` sections.
-    """
-    global _budget
-    if time_limit_s is None or _budget is not None:
-        yield _budget
-        return
-    wall = WALL_FACTOR * time_limit_s + WALL_GRACE_S
-    _budget = Budget(deterministic_s=time_limit_s, deadline=time.monotonic() + wall)
-    armed = alarm and threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGALRM, _on_alarm) if armed else None
-    if armed:
-        signal.setitimer(signal.ITIMER_REAL, wall + ALARM_GRACE_S, ALARM_EVERY_S)
-    try:
-        yield _budget
-    finally:
-        if armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
-        _budget = None
-
-
-def detach_budget() -> None:
-    """In a worker process forked inside a run: its solves keep to their own limits, the same
-    whichever worker takes which job (the parent still ends the run at its deadline)."""
-    global _budget
-    _budget = None
-
-
-def _on_alarm(signum: int, frame: Any) -> None:
-    if _budget is not None and (not _budget.settled or _budget.cuttable):
-        raise OutOfTime()
-
-
-def settle() -> None:
-    """The run has its answer: the deadline no longer ends it (its solves still stop by then).
-
-    A solve that finds a plan or proves infeasibility settles the run itself, from the solver's
-    thread, before the waiting thread could be interrupted."""
-    if _budget is not None:
-        _budget.settled = True
-
-
-@contextmanager
-def cuttable() -> Iterator[None]:
-    """A section after the answer that the deadline may cut short with ``OutOfTime`` (a diagnosis,
-    explanations): the caller catches it outside the section and keeps what it has."""
-    if _budget is None:
-        yield
-        return
-    budget = _budget
-    budget.cuttable += 1
-    try:
-        yield
-    finally:
-        budget.cuttable -= 1
-
-
-def budget_spent() -> bool:
-    """Whether the run's budget ran out (a solve may have stopped short of its answer)."""
-    return _budget is not None and _budget.spent()
 
 
 def solve(
@@ -269,11 +169,12 @@ def solved_values(model: cp_model.CpModel, solved: Solved) -> dict[str, int]:
 
 def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, lb_tree_search: bool = False) -> Solved:
     solver = cp_model.CpSolver()
-    if _budget is not None:
-        limit = min(limit, _budget.deterministic_s)
-        if _budget.spent():
+    budget = run.current()
+    if budget is not None:
+        limit = min(limit, budget.deterministic_s)
+        if budget.spent():
             return Solved(status="unknown", solver=solver, objective=0.0, bound=0.0, seconds=0.0)
-        solver.parameters.max_time_in_seconds = _budget.wall_left()
+        solver.parameters.max_time_in_seconds = budget.wall_left()
     p = solver.parameters
     p.num_workers = workers
     p.interleave_search = workers > 1
@@ -288,8 +189,8 @@ def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, 
     p.log_search_progress = False
     p.catch_sigint_signal = False
     code = _stoppable(solver, model)
-    if _budget is not None:
-        _budget.deterministic_s -= solver.deterministic_time
+    if budget is not None:
+        budget.deterministic_s -= solver.deterministic_time
     statuses: dict[cp_model.CpSolverStatus, SolveStatus | Literal["invalid"]] = {
         cp_model.OPTIMAL: "optimal",
         cp_model.FEASIBLE: "feasible",

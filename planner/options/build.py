@@ -7,6 +7,7 @@ parallelism; the optimiser only chooses how many of each to use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from planner.bom import PoolKey
@@ -20,9 +21,12 @@ from planner.options.types import InferenceOption, PoolLimit, Rejection, Trainin
 from planner.schema.problem import Problem
 
 
-def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> list[WorkloadOptions]:
+def build_options(
+    problem: Problem, catalog: Catalog, slower: bool = False, meanwhile: Callable[[], object] | None = None
+) -> list[WorkloadOptions]:
     """Every workload's options. ``slower`` adds, for a diagnosis, training sizes that
-    miss the deadline, so that "extend the deadline to D" can be measured."""
+    miss the deadline, so that "extend the deadline to D" can be measured. ``meanwhile`` runs
+    while the services' options are estimated (in worker processes, when there are enough)."""
     limits: dict[PoolKey, tuple[int, str]] = {}
 
     def limit(key: PoolKey) -> tuple[int, str]:
@@ -34,6 +38,8 @@ def build_options(problem: Problem, catalog: Catalog, slower: bool = False) -> l
 
     with service_options(list(problem.inference), catalog, limit) as services:  # workers start now
         out = _training(problem, catalog, limit, slower)
+        if meanwhile is not None:
+            meanwhile()
         out += services()
     _on_training_pools(problem, out)
     if problem.finance.rent != "none":

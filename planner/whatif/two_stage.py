@@ -35,7 +35,8 @@ from planner.errors import InputError
 from planner.executors import worker_pool
 from planner.io.overrides import variant
 from planner.io.problem_io import LoadedProblem
-from planner.optimize.solve import detach_budget, solve
+from planner.optimize.budget import detach_budget
+from planner.optimize.solve import solve
 from planner.pipeline import solve_start
 from planner.schema.plan import Plan
 from planner.whatif.decompose import Decomposed, Work, context_of, decompose, forget, freeze, new_work, remember, thaw
