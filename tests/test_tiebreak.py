@@ -179,3 +179,32 @@ def test_a_job_with_slack_starts_at_its_release_day():
     jobs = {t.name: t for t in plan.training}
     assert jobs["pretrain-3b"].start_day == 0
     assert jobs["finetune-70b"].start_day == jobs["pretrain-3b"].end_day
+
+
+@pytest.mark.parametrize(("start", "solves"), [({B: 2}, 2), ({A1: 1, A2: 1}, 2), ({A1: 1, B: 1}, 3)])
+def test_a_first_plan_best_on_the_levels_above_skips_the_tco_stage(monkeypatch, start, solves):
+    """With a simplicity tolerance the least TCO is a stage of its own; when the proven first
+    plan is also best on every stage before it, it is that stage's optimum and no solve is
+    made. Against every plan of the tiny model: fewest types, then TCO, then power."""
+    b = _tiny()
+    b.simplicity_tolerance = 0.5  # plans up to 39 (three servers) may buy fewer types
+    first = _first_at(b, start)
+    runs: list[int] = []
+    real_run = tiebreak._run
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        runs.append(1)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(tiebreak, "_run", counted)
+    tied = break_ties(b, first)
+    plans = [
+        (int(a1 + a2 > 0) + int(bb > 0), 13 * (a1 + a2 + bb), 100 * a1 + 400 * a2 + 150 * bb, (a1, a2, bb))
+        for a1 in range(2)
+        for a2 in range(4)
+        for bb in range(4)
+        if 2 <= a1 + a2 + bb <= 3
+    ]
+    *_, (a1, a2, bb) = min(plans)
+    assert _plan(tied, b) == {k: n for k, n in ((A1, a1), (A2, a2), (B, bb)) if n}
+    assert len(runs) == solves

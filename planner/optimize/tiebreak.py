@@ -65,10 +65,19 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
     cheapest = first.value(b.tco)
     model.add(b.tco <= math.floor(cheapest * (1 + b.simplicity_tolerance))).with_name("tiebreak:tco")
     levels = tie_levels(b, model, first)
+    first_at = {lv.name: _hinted(model, lv.expr) for lv in levels}  # the first plan's, as hinted
     solver = first.solver
     proven = first.status == "optimal"
+    first_best = proven  # the first plan is also best on every stage so far
     for stage in stages(levels):
         objective = sum(w * lv.expr for w, lv in stage)
+        if first_best and [lv.name for _, lv in stage] == ["tco"]:
+            # the proven least TCO, and the first plan meets every stage before: it is this
+            # stage's optimum too, no solve needed (startup: one of its three tie-break solves)
+            model.add(b.tco <= cheapest)
+            solver = first.solver
+            _hint_from(model, solver)
+            continue
         model.minimize(objective)
         # No probing: it can spend the whole limit in presolve on a large model (measured:
         # stopped after presolve at 2 s), and the search starts from a complete hint.
@@ -77,6 +86,7 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
         if found.status not in ("optimal", "feasible"):
             break  # keep what the previous stage (or the first solve) found
         solver = found.solver
+        first_best = first_best and sum(w * first_at[lv.name] for w, lv in stage) == found.value(objective)
         model.add(objective <= found.value(objective))
         _hint_from(model, solver)
     return Solved(
@@ -147,6 +157,15 @@ def _weighted(group: list[Level]) -> list[tuple[int, Level]]:
 def _span(group: list[Level]) -> int:
     """Largest absolute value the group's weighted objective can take (the int64 check)."""
     return sum(w * max(abs(lv.lo), abs(lv.hi)) for w, lv in _weighted(group))
+
+
+def _hinted(model: cp_model.CpModel, expr: Expr) -> int:
+    """A linear expression's value at the model's hint (which covers every variable)."""
+    if isinstance(expr, int):
+        return expr
+    hint = dict(zip(model.proto.solution_hint.vars, model.proto.solution_hint.values, strict=True))
+    flat = cp_model_helper.FlatIntExpr(expr)
+    return int(flat.offset + sum(c * hint[v.index] for v, c in zip(flat.vars, flat.coeffs, strict=True)))
 
 
 def lower(var: cp_model.IntVar) -> int:
