@@ -192,9 +192,15 @@ def test_a_first_plan_best_on_the_levels_above_skips_the_tco_stage(monkeypatch, 
     runs: list[int] = []
     real_run = tiebreak._run
 
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def counted(model, *args, **kwargs):  # type: ignore[no-untyped-def]
         runs.append(1)
-        return real_run(*args, **kwargs)
+        # every stage starts from a complete hint inside the domains (the first plan's solver
+        # knows nothing of the variables the tie-breaks add: the hint must not come from it)
+        hint = dict(zip(model.proto.solution_hint.vars, model.proto.solution_hint.values, strict=True))
+        for i, var in enumerate(model.proto.variables):
+            low, high = var.domain[0], var.domain[len(var.domain) - 1]  # (no negative index here)
+            assert low <= hint[i] <= high, (var.name, hint[i])
+        return real_run(model, *args, **kwargs)
 
     monkeypatch.setattr(tiebreak, "_run", counted)
     tied = break_ties(b, first)

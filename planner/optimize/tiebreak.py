@@ -66,6 +66,8 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
     model.add(b.tco <= math.floor(cheapest * (1 + b.simplicity_tolerance))).with_name("tiebreak:tco")
     levels = tie_levels(b, model, first)
     first_at = {lv.name: _hinted(model, lv.expr) for lv in levels}  # the first plan's, as hinted
+    hint = model.proto.solution_hint  # the first plan, new variables included
+    first_hint = list(zip(hint.vars, hint.values, strict=True))
     solver = first.solver
     proven = first.status == "optimal"
     first_best = proven  # the first plan is also best on every stage so far
@@ -75,8 +77,10 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
             # the proven least TCO, and the first plan meets every stage before: it is this
             # stage's optimum too, no solve needed (startup: one of its three tie-break solves)
             model.add(b.tco <= cheapest)
-            solver = first.solver
-            _hint_from(model, solver)
+            solver = first.solver  # it answers for the original variables, all the caller reads
+            model.clear_hints()
+            for index, value in first_hint:
+                model.add_hint(model.get_int_var_from_proto_index(index), value)
             continue
         model.minimize(objective)
         # No probing: it can spend the whole limit in presolve on a large model (measured:
