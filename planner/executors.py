@@ -75,16 +75,25 @@ def _local(
 @contextlib.contextmanager
 def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> Iterator[Callable[[], list[Any]]]:
     """``map_ordered`` over local worker processes, started now and collected later: the caller
-    works meanwhile, then calls what is yielded (the results in the order of the jobs). One
-    worker, or inside a worker already: the jobs run here when collected."""
+    works meanwhile, then calls what is yielded (the results in the order of the jobs). For
+    short jobs (a fraction of a second each): workers are forked, a copy of this process
+    ready at once. Elsewhere than Linux (macOS and Windows start a fresh interpreter per worker,
+    which costs more than such jobs save), with one worker, or inside a worker already, the jobs
+    run here when collected."""
     import multiprocessing
+    import sys
 
-    if workers < 2 or len(jobs) < 2 or multiprocessing.parent_process() is not None:
+    forks = sys.platform.startswith("linux")
+    if workers < 2 or len(jobs) < 2 or multiprocessing.parent_process() is not None or not forks:
         yield lambda: [fn(job) for job in jobs]
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=_worker_signals)
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(jobs)),
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_signals,
+    )
     try:
         futures = [pool.submit(fn, job) for job in jobs]
         yield lambda: [_result(f) for f in futures]

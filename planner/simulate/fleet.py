@@ -117,11 +117,12 @@ def _random_replay(
     engines = [k.engine for k in kinds for _ in range(k.count)]
     groups = _balanced([len(rids) for rids in own], workers)
     jobs = [([engines[i] for i in g], [own[i] for i in g], requests, arrivals) for g in groups]
-    from planner.executors import map_ordered
+    from planner.executors import started_map
 
     first, finish = np.full(len(arrivals), np.nan), np.full(len(arrivals), np.nan)
-    for rids, got_first, got_finish in map_ordered(_replay_alone, jobs, len(jobs)):
-        first[rids], finish[rids] = got_first, got_finish
+    with started_map(_replay_alone, jobs, len(jobs)) as collect:
+        for rids, got_first, got_finish in collect():
+            first[rids], finish[rids] = got_first, got_finish
     return first, finish
 
 
