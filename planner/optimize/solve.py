@@ -23,6 +23,9 @@ from ortools.sat.python import cp_model
 from planner.errors import OutOfTime, PlannerError
 from planner.optimize import budget as run
 from planner.optimize.budget import budget_spent, settle
+from planner.optimize.budget import cuttable as cuttable  # the run budget's names, where they used to be
+from planner.optimize.budget import detach_budget as detach_budget
+from planner.optimize.budget import run_budget as run_budget
 
 # Deterministic time limits only, and a fixed search: the same problem gives the same
 # plan on any machine (cpsat-notes: several free-running workers with a wall-clock
