@@ -50,7 +50,18 @@ class Floor:
     per_domain: list[int]
     need: int
     spare: int
-    found: tuple[int, tuple[int, ...]] | None
+    found: tuple[int, tuple[int, ...]] | None = None
+
+    def only(self, kinds: list[int]) -> Floor:
+        """The same service on the replica kinds ``kinds`` (indices) alone, no floor found yet."""
+        return Floor(
+            [self.reps[i] for i in kinds],
+            [self.costs[i] for i in kinds],
+            [self.pers[i] for i in kinds],
+            [self.per_domain[i] for i in kinds],
+            self.need,
+            self.spare,
+        )
 
 
 @dataclass

@@ -157,17 +157,7 @@ def _known(answers: list[tuple[frozenset[PoolKey], Mix | None]], open_: frozense
 def _alone(f: Floor, open_: frozenset[PoolKey], name: str) -> Mix | None:
     """The service's best mix on the open pools (and rent), solved on those kinds only."""
     keep = _kinds_on(f, open_)
-    found = solve_alone(
-        [f.reps[i] for i in keep],
-        [upper(f.reps[i][1]) for i in keep],
-        [f.costs[i] for i in keep],
-        [f.pers[i] for i in keep],
-        [f.per_domain[i] for i in keep],
-        f.need,
-        f.spare,
-        name,
-        ALONE_DET_S,
-    )
+    found = solve_alone(f.only(keep), name, ALONE_DET_S)
     return None if found is None else _mix(f, _spread(len(f.reps), keep, found[1]))
 
 
@@ -193,15 +183,7 @@ def _refill(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[s
         f = floors[name]
         others = _used({n: m for n, m in mixes.items() if n != name})
         keep = _kinds_on(f, open_)
-        alone, rs = alone_model(
-            [f.reps[i] for i in keep],
-            [upper(f.reps[i][1]) for i in keep],
-            [f.pers[i] for i in keep],
-            [f.per_domain[i] for i in keep],
-            f.need,
-            f.spare,
-            name,
-        )
+        alone, rs = alone_model(f.only(keep), name)
         by_pool: dict[PoolKey, list[tuple[int, cp_model.IntVar, int]]] = {}
         cost: Expr = 0
         for i, r in zip(keep, rs, strict=True):

@@ -17,7 +17,6 @@ from planner.optimize.costs import rent_pv_usd
 from planner.optimize.disagg import group_flows
 from planner.optimize.serving import domain_spare
 from planner.optimize.solve import CUT_LEVEL
-from planner.options.types import InferenceOption
 from planner.perf.memo import Memo
 from planner.pricing import pool_pue, server_unit_tco_usd
 from planner.schema.problem import Problem
@@ -57,8 +56,9 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
             else site_per_gpu[o.pool] * o.gpus_per_replica
             for o, _ in reps
         ]
-        found = service_floor(reps, costs, pers, per_domain, need, spare, name)
-        b.floors[name] = Floor(reps, costs, pers, per_domain, need, spare, found)
+        floor = Floor(reps, costs, pers, per_domain, need, spare)
+        floor.found = found = service_floor(floor, name)
+        b.floors[name] = floor
         if found is not None:
             bound = found[0]
             b.model.add(sum(c * r for c, (_, r) in zip(costs, reps, strict=True)) >= bound).with_name(
@@ -70,68 +70,45 @@ _FLOORS: Memo[tuple[int, tuple[int, ...]] | None] = Memo(10_000)
 
 
 def service_floor(
-    reps: list[tuple[InferenceOption, cp_model.IntVar]],
-    costs: list[int],
-    pers: list[int],
-    per_domain: list[int],
-    need: int,
-    spare: int,
-    name: str,
-    uppers: list[int] | None = None,
-    limit_s: float | None = None,
+    f: Floor, name: str, uppers: list[int] | None = None, limit_s: float | None = None
 ) -> tuple[int, tuple[int, ...]] | None:
     """The least cost of a service's GPUs served alone (its proven bound) and the replicas per
     kind that reach it, kept for the process: what-if variants that change neither its demand
     nor its prices ask the same question. ``uppers``: at most so many replicas per kind (0
     leaves a kind out; default: the model's bounds)."""
-    tops = [upper(r) for _, r in reps] if uppers is None else uppers
+    tops = [upper(r) for _, r in f.reps] if uppers is None else uppers
     limit = FLOOR_DET_S if limit_s is None else limit_s
-    pools = tuple(o.pool for o, _ in reps)  # kinds sharing a pool are one kind at a time
-    modes = tuple((o.mode, o.kv_group) for o, _ in reps)
-    key = (pools, modes, tuple(costs), tuple(tops), tuple(pers), tuple(per_domain), need, spare, limit)
-    return _FLOORS.get(key, lambda: solve_alone(reps, tops, costs, pers, per_domain, need, spare, name, limit))
+    pools = tuple(o.pool for o, _ in f.reps)  # kinds sharing a pool are one kind at a time
+    modes = tuple((o.mode, o.kv_group) for o, _ in f.reps)
+    key = (pools, modes, tuple(f.costs), tuple(tops), tuple(f.pers), tuple(f.per_domain), f.need, f.spare, limit)
+    return _FLOORS.get(key, lambda: solve_alone(f, name, limit, tops))
 
 
 FLOOR_DET_S = 0.5
 
 
 def solve_alone(
-    reps: list[tuple[InferenceOption, cp_model.IntVar]],
-    uppers: list[int],
-    costs: list[int],
-    pers: list[int],
-    per_domain: list[int],
-    need: int,
-    spare: int,
-    name: str,
-    limit_s: float,
+    f: Floor, name: str, limit_s: float, uppers: list[int] | None = None
 ) -> tuple[int, tuple[int, ...]] | None:
-    """A service alone over its replica counts (``uppers`` bound each kind; 0 leaves a kind
-    out): its proven least cost and the counts of the best mix found, or None."""
-    alone, rs = alone_model(reps, uppers, pers, per_domain, need, spare, name)
-    alone.minimize(sum(c * r for c, r in zip(costs, rs, strict=True)))
+    """A service alone over its replica counts (``uppers`` bound each kind, 0 leaves a kind out;
+    default: the model's bounds): its proven least cost and the counts of the best mix found, or None."""
+    alone, rs = alone_model(f, name, uppers)
+    alone.minimize(sum(c * r for c, r in zip(f.costs, rs, strict=True)))
     return solved_alone(alone, rs, limit_s)
 
 
-def alone_model(
-    reps: list[tuple[InferenceOption, cp_model.IntVar]],
-    uppers: list[int],
-    pers: list[int],
-    per_domain: list[int],
-    need: int,
-    spare: int,
-    name: str,
-) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+def alone_model(f: Floor, name: str, uppers: list[int] | None = None) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
     """A service's demand and spares over its replica counts, as in the full model (no objective)."""
     alone = cp_model.CpModel()
-    rs = [alone.new_int_var(0, top, "r") for top in uppers]
-    triples = list(zip(reps, rs, pers, strict=True))
+    tops = [upper(r) for _, r in f.reps] if uppers is None else uppers
+    rs = [alone.new_int_var(0, top, "r") for top in tops]
+    kinds = [(o, r, per) for (o, _), r, per in zip(f.reps, rs, f.pers, strict=True)]
     # disaggregated phases serve in pairs: their KV groups' flows, as in the full model
-    flows, _ = group_flows(alone, name, [(o, r, per) for (o, _), r, per in triples], need, 0)
-    capacity = sum(per * r for (o, _), r, per in triples if not o.disaggregated) + flows
-    alone.add(capacity >= need)
-    if spare:
-        domain_spare(alone, [(o, r, per) for (o, _), r, per in triples], per_domain, capacity, need, spare, name)
+    flows, _ = group_flows(alone, name, kinds, f.need, 0)
+    capacity = sum(per * r for o, r, per in kinds if not o.disaggregated) + flows
+    alone.add(capacity >= f.need)
+    if f.spare:
+        domain_spare(alone, kinds, f.per_domain, capacity, f.need, f.spare, name)
     return alone, rs
 
 

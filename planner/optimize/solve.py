@@ -41,7 +41,8 @@ DEFAULT_DETERMINISTIC_LIMIT = 60.0
 START_PHASE = 10.0  # a fixed start's solve (consolidate): measured 0.7 det. s on bench_large seed 7
 # CP-SAT's cut effort: 0 adds its base cuts only. Measured (benchmarks/README.md): the LP
 # re-solves faster, the search explores more and proves more: startup's solve 0.68 -> 0.40 s,
-# bench_large's gaps at 60 det. s 9.6 / 9.4 / 11.0% -> 6.2 / 6.0 / 6.6% (seeds 7 / 11 / 13).
+# bench_large's gaps at 60 det. s 9.6 / 9.4 / 11.0% -> 6.2 / 6.0 / 6.0% (seeds 7 / 11 / 13; the floor
+# solves use it too: ``floors.solved_alone``).
 CUT_LEVEL = 0
 POLL_S = 0.1  # how often a waiting thread looks for Ctrl-C or the deadline
 

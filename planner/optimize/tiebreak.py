@@ -65,9 +65,9 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
     cheapest = first.value(b.tco)
     model.add(b.tco <= math.floor(cheapest * (1 + b.simplicity_tolerance))).with_name("tiebreak:tco")
     levels = tie_levels(b, model, first)
-    first_at = {lv.name: _hinted(model, lv.expr) for lv in levels}  # the first plan's, as hinted
     hint = model.proto.solution_hint  # the first plan, new variables included
-    first_hint = list(zip(hint.vars, hint.values, strict=True))
+    first_hint = dict(zip(hint.vars, hint.values, strict=True))
+    first_at = {lv.name: _at(first_hint, lv.expr) for lv in levels}  # its value on each level
     solver = first.solver
     proven = first.status == "optimal"
     first_best = proven  # the first plan is also best on every stage so far
@@ -79,7 +79,7 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
             model.add(b.tco <= cheapest)
             solver = first.solver  # it answers for the original variables, all the caller reads
             model.clear_hints()
-            for index, value in first_hint:
+            for index, value in first_hint.items():
                 model.add_hint(model.get_int_var_from_proto_index(index), value)
             continue
         model.minimize(objective)
@@ -163,13 +163,12 @@ def _span(group: list[Level]) -> int:
     return sum(w * max(abs(lv.lo), abs(lv.hi)) for w, lv in _weighted(group))
 
 
-def _hinted(model: cp_model.CpModel, expr: Expr) -> int:
-    """A linear expression's value at the model's hint (which covers every variable)."""
+def _at(values: dict[int, int], expr: Expr) -> int:
+    """A linear expression's value at ``values`` (by variable index; they cover every variable)."""
     if isinstance(expr, int):
         return expr
-    hint = dict(zip(model.proto.solution_hint.vars, model.proto.solution_hint.values, strict=True))
     flat = cp_model_helper.FlatIntExpr(expr)
-    return int(flat.offset + sum(c * hint[v.index] for v, c in zip(flat.vars, flat.coeffs, strict=True)))
+    return int(flat.offset + sum(c * values[v.index] for v, c in zip(flat.vars, flat.coeffs, strict=True)))
 
 
 def lower(var: cp_model.IntVar) -> int:

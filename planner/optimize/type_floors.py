@@ -47,7 +47,7 @@ def add_closing_cuts(b: Built) -> None:
                 return
             solves += 1
             uppers = [0 if _on(o, gpu) else upper(r) for o, r in f.reps]
-            found = service_floor(f.reps, f.costs, f.pers, f.per_domain, f.need, f.spare, name, uppers, CLOSED_DET_S)
+            found = service_floor(f, name, uppers, CLOSED_DET_S)
             if found is None:  # not proven either way within the limit: no cut
                 continue
             without = max(found[0], f.found[0])
