@@ -18,7 +18,8 @@ from planner.perf.load_mix import RequestClass, colocated_factor
 from planner.perf.shapes import ModelShape, shape_of
 from planner.perf.speculation import Speculation, prefix_of, speculation_of
 from planner.schema.catalog import Gpu, ServerChassis
-from planner.schema.problem import InferenceService, MeasuredThroughput
+from planner.schema.problem import InferenceService
+from planner.schema.traffic import MeasuredThroughput
 
 Layout = tuple[int, int]  # (GPUs per replica, attention data-parallel groups)
 

@@ -9,6 +9,7 @@ from planner.schema.base import Strict
 from planner.schema.catalog import Precision
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"  # workload and bucket names: used in constraint names
+Name = str  # workload names: used in constraint names and dotted paths
 
 
 class MeasuredThroughput(Strict):
