@@ -4,6 +4,7 @@ that meets a service's targets."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container
 from itertools import product
 
@@ -11,7 +12,7 @@ from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.disagg import offers_disaggregation, phase_options, screen
 from planner.options.types import InferenceOption, PoolLimit, Rejection, WorkloadOptions
-from planner.perf.inference import engine_for, estimate_inference, max_tp_candidates
+from planner.perf.inference import engine_for, estimate_inference, max_tp_candidates, plans_within
 from planner.perf.inference_types import InferenceEstimate, InferenceQuery
 from planner.perf.links import link_for, nvlink_domain, packing_sizes
 from planner.perf.load_mix import RequestClass, colocated_factor
@@ -130,25 +131,51 @@ def _modelled_options(
     wide_ep: bool,
 ) -> list[InferenceOption]:
     """The performance model's replica kinds that meet the targets, per precision smallest
-    first and, of one size, the fastest layout first (a rented twin takes the first)."""
+    first and, of one size, the fastest layout first (a rented twin takes the first).
+
+    Kinds are estimated smallest first over every precision, so that a larger kind whose
+    most possible throughput (``plans_within``) replicas of a smaller one already match is
+    never sized by a rate search: ``_undominated`` would drop it whatever its rate (startup:
+    44 of its 146 kinds). The kinds and reasons returned are the same, in the same order."""
     if wo.shape is None:
         return []
+    layouts = replica_layouts(chassis, gpu, wo.shape, wide_ep)
+    kinds = [
+        (precision, n, dp, spec)
+        for precision in svc.precisions
+        for (n, dp), spec in product(layouts, speculations(svc, wo.shape, catalog))
+        if (gpu.id, precision, n) not in measured  # measured numbers win (see inference_options)
+    ]
+    made: dict[int, InferenceOption | Rejection] = {}
+    for i in sorted(range(len(kinds)), key=lambda i: kinds[i][1]):
+        precision, n, dp, spec = kinds[i]
+        q = _query(svc, wo.shape, chassis, gpu, n, precision, svc.input_tokens, svc.output_tokens, dp, spec)
+        beaten_at = max((_beats_at(o, n) for o in made.values() if isinstance(o, InferenceOption)), default=0.0)
+        eff = catalog.efficiency
+        gen, serving = eff.generations[gpu.generation], eff.serving
+        if beaten_at > 0 and plans_within(q, gen, serving, beaten_at):
+            continue  # it fits, and smaller replicas on the same GPUs serve at least as much
+        est = estimate_inference(q, gen, serving)
+        if est.fits:
+            made[i] = InferenceOption(svc.name, key, precision, n, est, attention_dp=dp, speculation=spec)
+        elif dp == 1 and spec is None:  # a plain-TP reason says why a GPU cannot serve
+            made[i] = Rejection(gpu.id, chassis.id, f"{precision} TP{n}: {est.reason}")
+    wo.rejected += [r for i, r in sorted(made.items()) if isinstance(r, Rejection)]
     found: list[InferenceOption] = []
     for precision in svc.precisions:
-        kinds: list[InferenceOption] = []
-        layouts = replica_layouts(chassis, gpu, wo.shape, wide_ep)
-        for (n, dp), spec in product(layouts, speculations(svc, wo.shape, catalog)):
-            if (gpu.id, precision, n) in measured:
-                continue  # measured numbers win (see inference_options)
-            est = _at_targets(
-                svc, wo.shape, catalog, chassis, gpu, n, precision, svc.input_tokens, svc.output_tokens, dp, spec
-            )
-            if est.fits:
-                kinds.append(InferenceOption(svc.name, key, precision, n, est, attention_dp=dp, speculation=spec))
-            elif dp == 1 and spec is None:  # a plain-TP reason says why a GPU cannot serve
-                wo.rejected.append(Rejection(gpu.id, chassis.id, f"{precision} TP{n}: {est.reason}"))
-        found += sorted(kinds, key=lambda o: (o.gpus_per_replica, -o.rps_per_replica))
+        mine = [o for i, o in sorted(made.items()) if isinstance(o, InferenceOption) and kinds[i][0] == precision]
+        found += sorted(mine, key=lambda o: (o.gpus_per_replica, -o.rps_per_replica))
     return found
+
+
+def _beats_at(a: InferenceOption, gpus: int) -> float:
+    """The rate below which a kind of ``gpus`` GPUs is dropped by ``_undominated`` for ``a``: as
+    many GPUs in replicas of ``a`` serve at least as much (strictly more, for ``a``'s size)."""
+    if gpus % a.gpus_per_replica:
+        return 0.0
+    if a.gpus_per_replica == gpus:  # of one size, the faster wins: ties go by precision
+        return math.nextafter(a.rps_per_replica, 0.0)
+    return (gpus // a.gpus_per_replica) * a.rps_per_replica
 
 
 def _at_targets(
@@ -166,7 +193,24 @@ def _at_targets(
 ) -> InferenceEstimate:
     """One replica kind of ``tp`` GPUs (in ``attention_dp`` attention groups, speculating or
     not) on requests of one size, at the largest batch meeting the service's targets."""
-    q = InferenceQuery(
+    q = _query(svc, shape, chassis, gpu, tp, precision, input_tokens, output_tokens, attention_dp, speculation)
+    eff = catalog.efficiency
+    return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
+
+
+def _query(
+    svc: InferenceService,
+    shape: ModelShape,
+    chassis: ServerChassis,
+    gpu: Gpu,
+    tp: int,
+    precision: str,
+    input_tokens: int,
+    output_tokens: int,
+    attention_dp: int = 1,
+    speculation: Speculation | None = None,
+) -> InferenceQuery:
+    return InferenceQuery(
         model=shape,
         gpu=gpu,
         gpus=tp,
@@ -180,8 +224,6 @@ def _at_targets(
         prefix=prefix_of(svc.prefix_cache),
         speculation=speculation,
     )
-    eff = catalog.efficiency
-    return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
 
 
 def speculations(svc: InferenceService, shape: ModelShape | None, catalog: Catalog) -> list[Speculation | None]:

@@ -42,6 +42,29 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
     return KEPT.get(query_key(q, gen, serving), lambda: _estimate(q, gen, serving))
 
 
+def plans_within(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions, rps: float) -> bool:
+    """True when ``estimate_inference(q)`` fits and sizes ``q`` by the largest rate meeting its
+    latency targets, and that rate cannot exceed ``rps``: the search's ceiling (the headroom's
+    share of saturation) is at most ``rps``. A caller that already has ``rps`` elsewhere learns
+    as much as from the estimate, for at most one steady state instead of a search's dozen."""
+    if q.concurrency is not None or q.steady_batch or q.clients is not None or q.rate is not None:
+        return False
+    if compute_precision(q.gpu, q.precision) is None or q.attention_dp < 1 or q.gpus % q.attention_dp:
+        return False
+    if min(Replica(q, gen, serving).max_batch_by_memory(), serving.max_batch) < 1:
+        return False
+    engine = engine_for(q, gen, serving)
+    if engine is None:
+        return False
+    load = Load(engine, q.input_tokens, q.output_tokens)
+    ceiling = serving.headroom * load.saturation_rate()
+    if ceiling > rps:
+        return False
+    ttft_s = None if q.ttft_ms is None else q.ttft_ms / 1000
+    tpot_s = None if q.tpot_ms is None else q.tpot_ms / 1000
+    return load.serves_within(ttft_s, tpot_s, ceiling)
+
+
 def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
     compute = compute_precision(q.gpu, q.precision)
     if compute is None:

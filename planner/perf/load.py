@@ -20,13 +20,14 @@ replays the same iterations request by request and checks these figures.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.perf.engine import Engine
 from planner.perf.load_mix import MixState, RequestClass, mix_state, split_by_prefix
 from planner.perf.prompt import Prompt, prompt_cost
 from planner.perf.queueing import mg1_wait_mean
-from planner.perf.rate_search import largest_within, worst_margin
+from planner.perf.rate_search import largest_within, lightest_within, worst_margin
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,15 @@ class Load:
 
     def max_rate(self, ttft_p99_s: float | None, tpot_p99_s: float | None, utilisation: float) -> float:
         """The largest Poisson rate whose p99s meet the targets, at most ``utilisation`` of saturation."""
+        return largest_within(self.rate_margin(ttft_p99_s, tpot_p99_s), utilisation * self.saturation_rate())
+
+    def serves_within(self, ttft_p99_s: float | None, tpot_p99_s: float | None, ceiling: float) -> bool:
+        """Whether ``max_rate`` finds a rate above 0 under ``ceiling``: the lightest load meets
+        the targets (one steady state, where the search takes a dozen)."""
+        return lightest_within(self.rate_margin(ttft_p99_s, tpot_p99_s), ceiling)
+
+    def rate_margin(self, ttft_p99_s: float | None, tpot_p99_s: float | None) -> Callable[[float], float]:
+        """The worst p99 over its target, less 1, at a rate (+inf when the replica cannot keep up)."""
 
         def margin(rate: float) -> float:
             state = self.state(rate)
@@ -117,7 +127,7 @@ class Load:
                 ]
             )
 
-        return largest_within(margin, utilisation * self.saturation_rate())
+        return margin
 
     # --- a closed loop of N clients ----------------------------------------------------
 

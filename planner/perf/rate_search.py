@@ -54,6 +54,12 @@ def largest_within(margin: Callable[[float], float], ceiling: float) -> float:
     return lo
 
 
+def lightest_within(margin: Callable[[float], float], ceiling: float) -> bool:
+    """Whether ``largest_within`` finds a rate above 0: the lightest rate it tries meets the
+    targets (its first two steps, alone)."""
+    return ceiling > 0 and margin(ceiling * FLOOR) <= 0
+
+
 def worst_margin(pairs: list[tuple[Callable[[], float], float | None]]) -> float:
     """The largest ``p99 / target - 1`` over (p99 getter, target) pairs, stopping at the first
     target missed (its margin is then enough to place the next try); -1 with no target."""
