@@ -147,3 +147,30 @@ def test_closed_loop_against_a_published_row() -> None:
     est = estimate_inference(_query(clients=64), eff.generations["hopper"], eff.serving)
     assert est.ttft_ms == pytest.approx(194.9, rel=0.30)
     assert est.tpot_ms == pytest.approx(12.73, rel=0.10)
+
+
+@pytest.mark.parametrize("share_of_ceiling", [1e-6, 1e-3, 0.05, 0.5])
+def test_a_steady_state_stops_only_where_its_next_iteration_would_repeat(
+    monkeypatch: pytest.MonkeyPatch, share_of_ceiling: float
+) -> None:
+    """Below one decoding sequence the batch stays at 1 and the batch test never passes: the
+    fixed point stops when an iteration's inputs (batch, its prompts' costs) repeat the one
+    before to the last bit, so its answer is the 60th iteration's, in a few iterations."""
+    import planner.perf.load_mix as load_mix
+
+    load = Load(_engine(_query()), 1024, 256)
+    inputs: list[tuple[float, object]] = []
+    real = load_mix._sharing
+
+    def spy(engine, cls, rate, batch, base_s, prompts):  # type: ignore[no-untyped-def]
+        inputs.append((batch, prompts))
+        return real(engine, cls, rate, batch, base_s, prompts)
+
+    monkeypatch.setattr(load_mix, "_sharing", spy)
+    state = load.state(share_of_ceiling * load.saturation_rate())
+    assert state is not None
+    assert len(inputs) < 60
+    if share_of_ceiling <= 1e-3:  # a light load: one sequence, and the iteration repeats
+        assert state.batch == 1.0
+        assert len(inputs) <= 3
+        assert inputs[-1] == inputs[-2]

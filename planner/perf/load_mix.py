@@ -250,6 +250,7 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
         context = batch * per_seq
         base = float(engine.cost.iteration_s(max(0, round(batch)), context))
         prompts = tuple(prompt_cost(engine, c.prefill_tokens, batch, context, sharing, c.cached_tokens) for c in cls)
+        shared_before = sharing
         sharing, seen = _sharing(engine, cls, rate, batch, base, prompts)
         extra = sum(c.share * p.extra_shared_s(sharing) for c, p in zip(cls, prompts, strict=True))
         if rate * extra >= 1:
@@ -258,6 +259,11 @@ def mix_state(engine: Engine, classes: list[RequestClass], rate: float, max_runn
         latency = sum(c.share * p.latency_s for c, p in zip(cls, prompts, strict=True))
         new_batch = min(float(max_running), rate * steps * it + rate * latency)
         if abs(new_batch - batch) < max(0.01, 1e-3 * batch):
+            break
+        if max(new_batch, 1.0) == batch and sharing == shared_before:
+            # below one sequence the batch stays at 1 and the test above never passes: the next
+            # iteration would repeat this one exactly, to the last bit (a light load's state
+            # took all 60 iterations, a third of the option enumeration of bench_large)
             break
         batch = max(new_batch, 1.0)
     if rate * steps * it > max_running:
