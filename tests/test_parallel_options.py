@@ -12,10 +12,14 @@ from planner.io.problem_io import loads_problem
 from planner.options import parallel
 from planner.options.build import build_options
 from planner.perf import inference as perf_inference
+from planner.perf import training as perf_training
 from planner.perf.memo import Memo
 
 PROBLEM = """
 name: many
+training:
+  - {name: pre, model: {params_b: 1.0}, tokens: 5.0e10, deadline_days: 30}
+  - {name: tune, model: llama-3.1-8b, method: lora, tokens: 1.0e8, deadline_days: 40, after: [pre]}
 inference:
   - {name: s0, model: llama-3.1-8b, requests_per_s: 5, input_tokens: 512,
      output_tokens: 200, ttft_ms: 2000, tpot_ms: 80}
@@ -31,6 +35,8 @@ def _fingerprint(options: list[Any]) -> list[tuple[Any, ...]]:
         (wo.name, o.pool, o.precision, o.gpus_per_replica, o.attention_dp, o.rps_per_replica, o.estimate.tpot_p99_ms)
         for wo in options
         for o in wo.inference
+    ] + [
+        (wo.name, o.pool, o.gpus, o.estimate.days) for wo in options for o in wo.training
     ] + [(wo.name, r.gpu, r.server, r.reason) for wo in options for r in wo.rejected]
 
 
@@ -38,12 +44,16 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     problem = loads_problem(PROBLEM, "many.yaml").problem
     catalog = load_catalog()
     monkeypatch.setattr(perf_inference, "KEPT", Memo())
+    monkeypatch.setattr(perf_training, "KEPT", Memo())
     monkeypatch.setattr(parallel, "PARALLEL_FROM_PAIRS", 10**9)
     alone = build_options(problem, catalog)
+    assert any(wo.training for wo in alone) and any(wo.inference for wo in alone)
 
     calls: list[int] = []
+    kinds: list[int] = []
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(perf_inference, "KEPT", Memo())  # the workers estimate anew
+    monkeypatch.setattr(perf_training, "KEPT", Memo())
     monkeypatch.setattr(parallel, "PARALLEL_FROM_PAIRS", 2)
     from planner import executors
 
@@ -51,6 +61,7 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
 
     def spy(fn, jobs, workers):  # type: ignore[no-untyped-def]
         calls.append(workers)
+        kinds.append(sum(len(job) == 2 for job in jobs))  # (training, limit): the jobs' part
         return started(fn, jobs, workers)
 
     monkeypatch.setattr(executors, "started_map", spy)
@@ -58,3 +69,5 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)
     assert len(perf_inference.KEPT) > 0  # the parent kept what the workers estimated
+    assert kinds == [1]  # the jobs' options were sized in a worker too
+    assert len(perf_training.KEPT) > 0  # and the parent kept those estimates

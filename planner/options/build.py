@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from planner.bom import PoolKey
 from planner.catalog import Catalog
 from planner.options.dominance import prune_training
-from planner.options.parallel import service_options
-from planner.options.pools import RELAXABLE_BOUNDS, pool_limit
+from planner.options.parallel import workload_options
+from planner.options.pools import OptionLimits
 from planner.options.rentals import add_rentals
 from planner.options.training import topological, training_options
 from planner.options.types import InferenceOption, PoolLimit, Rejection, TrainingOption, WorkloadOptions
@@ -26,21 +27,14 @@ def build_options(
 ) -> list[WorkloadOptions]:
     """Every workload's options. ``slower`` adds, for a diagnosis, training sizes that
     miss the deadline, so that "extend the deadline to D" can be measured. ``meanwhile`` runs
-    while the services' options are estimated (in worker processes, when there are enough)."""
-    limits: dict[PoolKey, tuple[int, str]] = {}
-
-    def limit(key: PoolKey) -> tuple[int, str]:
-        if key not in limits:
-            # Options ignore the relaxable site limits: when they rule a GPU out, the
-            # solver's diagnosis says by how much, instead of the GPU vanishing here.
-            limits[key] = pool_limit(problem, catalog, key, ignore=RELAXABLE_BOUNDS)
-        return limits[key]
-
-    with service_options(list(problem.inference), catalog, limit) as services:  # workers start now
-        out = _training(problem, catalog, limit, slower)
+    while the options are estimated (in worker processes, when there are enough)."""
+    limit = OptionLimits(problem, catalog)
+    training = partial(_training, problem, catalog, slower=slower)
+    with workload_options(list(problem.inference), catalog, limit, training) as collect:  # workers start now
         if meanwhile is not None:
             meanwhile()
-        out += services()
+        trained, served = collect()
+    out = trained + served
     _on_training_pools(problem, out)
     if problem.finance.rent != "none":
         for wo in out:

@@ -30,41 +30,54 @@ from planner.options.inference import (
 )
 from planner.options.types import PoolLimit, WorkloadOptions
 from planner.perf import inference as perf_inference
+from planner.perf import training as perf_training
 from planner.schema.problem import InferenceService
 
 # (service, pool) pairs with a model to estimate; fewer: starting workers costs more than it
 # saves (about 70 ms on 2 cores; startup's 58 pairs take 11 ms each on average)
 PARALLEL_FROM_PAIRS = 24
+PARTS_PER_WORKER = 3
 
 Task = tuple[int, int]  # (index of the service, index of the pool in ``service_pools``)
 
 
 @contextmanager
-def service_options(
-    services: list[InferenceService], catalog: Catalog, limit: PoolLimit
-) -> Iterator[Callable[[], list[WorkloadOptions]]]:
-    """Start enumerating the services' options; the call yielded waits for them."""
+def workload_options(
+    services: list[InferenceService],
+    catalog: Catalog,
+    limit: PoolLimit,
+    training: Callable[[PoolLimit], list[WorkloadOptions]],
+) -> Iterator[Callable[[], tuple[list[WorkloadOptions], list[WorkloadOptions]]]]:
+    """Start enumerating the training jobs' options (``training``, one job: a chain's jobs are
+    sized in order) and the services'; the call yielded waits for them: (jobs', services')."""
     pools = service_pools(catalog)
-    workers = min(os.cpu_count() or 1, len(pools) * len(services))
+    workers = min(os.cpu_count() or 1, len(pools) * len(services) + 1)
     modelled = sum(s.model is not None for s in services) * len(pools)
     if modelled < PARALLEL_FROM_PAIRS or workers < 2 or multiprocessing.parent_process() is not None:
-        yield lambda: [inference_options(svc, catalog, limit) for svc in services]
+        yield lambda: (training(limit), [inference_options(svc, catalog, limit) for svc in services])
         return
     from planner.executors import started_map
 
     limits = {key: limit(key) for key in _pool_keys(catalog)}
     tasks = [(s, p) for s in range(len(services)) for p in range(len(pools))]
-    jobs = [(services, catalog, limits, tasks[w::workers]) for w in range(workers)]
+    # the jobs' part first, then the pairs in a few parts per worker, taken by whichever worker
+    # is free: pools differ (startup's even-numbered pools took twice the odd ones' time)
+    parts = PARTS_PER_WORKER * workers
+    jobs: list[Job] = [(training, limit)] + [(services, catalog, limits, tasks[k::parts]) for k in range(parts)]
     with started_map(_options_of, jobs, workers) as collect:
 
-        def joined() -> list[WorkloadOptions]:
+        def joined() -> tuple[list[WorkloadOptions], list[WorkloadOptions]]:
+            done = collect()
+            trained, made_training = done[0]
+            perf_training.KEPT.remember(made_training)
             parts: dict[Task, WorkloadOptions] = {}
-            for done, made in collect():
-                parts.update(done)
+            for part, made in done[1:]:
+                parts.update(part)
                 perf_inference.KEPT.remember(made)
-            return [
+            served = [
                 joined_options(svc, catalog, [parts[s, p] for p in range(len(pools))]) for s, svc in enumerate(services)
             ]
+            return trained, served
 
         yield joined
 
@@ -81,9 +94,19 @@ def _pool_keys(catalog: Catalog) -> set[PoolKey]:
     }
 
 
-def _options_of(
-    job: tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]], list[Task]],
-) -> tuple[dict[Task, WorkloadOptions], Any]:
+Job = (
+    tuple[Callable[[PoolLimit], list[WorkloadOptions]], PoolLimit]
+    | tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]], list[Task]]
+)
+
+
+def _options_of(job: Job) -> tuple[Any, Any]:
+    """In a worker: the training jobs' options or some services' on some pools, with the
+    estimates made (the parent keeps them)."""
+    if len(job) == 2:
+        training, limit = job
+        before = perf_training.KEPT.keys()
+        return training(limit), perf_training.KEPT.since(before)
     services, catalog, limits, tasks = job
     pools = service_pools(catalog)
     before = perf_inference.KEPT.keys()

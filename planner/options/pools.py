@@ -58,3 +58,18 @@ def pool_limit(problem: Problem, catalog: Catalog, key: PoolKey, ignore: Collect
         cheapest = server_price_usd(spec, catalog, problem, problem.horizon_years - 1 if problem.yearly else 0)
         bounds.append(int(problem.finance.budget_usd // cheapest))
     return min(bounds), ""
+
+
+class OptionLimits:
+    """``pool_limit`` per pool as option enumeration asks it, kept per key: the relaxable site
+    limits ignored (when they rule a GPU out, the solver's diagnosis says by how much, instead
+    of the GPU vanishing from the options). A plain object, so worker processes get a copy."""
+
+    def __init__(self, problem: Problem, catalog: Catalog) -> None:
+        self.problem, self.catalog = problem, catalog
+        self._kept: dict[PoolKey, tuple[int, str]] = {}
+
+    def __call__(self, key: PoolKey) -> tuple[int, str]:
+        if key not in self._kept:
+            self._kept[key] = pool_limit(self.problem, self.catalog, key, ignore=RELAXABLE_BOUNDS)
+        return self._kept[key]
