@@ -3,6 +3,7 @@ GPU types, then less IT power, then training jobs as early as they may start."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,45 @@ def test_a_first_plan_best_on_the_levels_above_skips_the_tco_stage(monkeypatch, 
     *_, (a1, a2, bb) = min(plans)
     assert _plan(tied, b) == {k: n for k, n in ((A1, a1), (A2, a2), (B, bb)) if n}
     assert len(runs) == solves
+
+
+def test_one_vendor_and_one_type_where_every_plan_owns_gpus_needs_no_stage_solve(monkeypatch):
+    """Startup's first plan buys one GPU type of one vendor and its workloads can only run on
+    owned GPUs: no plan has fewer, so that stage is not solved. Every value of the plan is the
+    one solving the stage gives, with one solve fewer."""
+    ctx = prepare(load_problem(PROBLEMS / "startup.yaml"))
+    b = build(ctx.problem, ctx.catalog, ctx.workloads)
+    first = solve(b.model)
+    assert sum(first.value(f) for f in b.gpu_type_used.values()) == 1
+    runs: list[int] = []
+    real_run = tiebreak._run
+
+    def counted(model, *args, **kwargs):  # type: ignore[no-untyped-def]
+        runs.append(1)
+        return real_run(model, *args, **kwargs)
+
+    monkeypatch.setattr(tiebreak, "_run", counted)
+    skipped = break_ties(b, first)
+    n_skipped = len(runs)
+    monkeypatch.setattr(tiebreak, "_fewest_possible", lambda *args: False)
+    solved = break_ties(b, first)
+    assert n_skipped == len(runs) - n_skipped - 1  # one stage solve fewer
+    n = len(b.model.proto.variables)
+    values = [[t.value(b.model.get_int_var_from_proto_index(i)) for i in range(n)] for t in (skipped, solved)]
+    assert values[0] == values[1]
+    assert skipped.ties_proven == solved.ties_proven
+
+
+def test_a_problem_that_may_rent_everything_keeps_the_stage():
+    """With a cloud option for every workload a plan may own no GPU at all: one type is then not
+    the least possible, and the stage is solved."""
+    ctx = prepare(load_problem(PROBLEMS / "startup.yaml"))
+    b = build(ctx.problem, ctx.catalog, ctx.workloads)
+    at = {"vendors": 1, "gpu_types": 1}
+    assert tiebreak._fewest_possible(b, at)
+    for xs in b.train.values():
+        xs[:] = [(replace(o, rent_usd_per_gpu_hour=2.0), x) for o, x in xs]
+    for rs in b.serve.values():
+        rs[:] = [(replace(o, rent_usd_per_gpu_hour=2.0), r) for o, r in rs]
+    assert not tiebreak._fewest_possible(b, at)
+    assert not tiebreak._fewest_possible(b, {"vendors": 1, "gpu_types": 2})

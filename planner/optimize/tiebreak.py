@@ -73,6 +73,11 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
     first_best = proven  # the first plan is also best on every stage so far
     for stage in stages(levels):
         objective = sum(w * lv.expr for w, lv in stage)
+        if [lv.name for _, lv in stage] == ["vendors", "gpu_types"] and _fewest_possible(b, first_at):
+            # one vendor and one GPU type, and every plan owns GPUs: no plan has fewer, so the
+            # first plan is this stage's optimum (startup and most small problems: a solve saved)
+            model.add(objective <= sum(w * first_at[lv.name] for w, lv in stage))
+            continue
         if first_best and [lv.name for _, lv in stage] == ["tco"]:
             # the proven least TCO, and the first plan meets every stage before: it is this
             # stage's optimum too, no solve needed (startup: one of its three tie-break solves)
@@ -104,6 +109,16 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
         ties_proven=proven,
         cheapest_capex=first.value(b.capex),
     )
+
+
+def _fewest_possible(b: Built, first_at: dict[str, int]) -> bool:
+    """Whether the first plan's one vendor and one GPU type are the least any plan has: some
+    workload can only run on owned GPUs (no cloud option), so every plan owns a type."""
+    if first_at["vendors"] != 1 or first_at["gpu_types"] != 1:
+        return False
+    jobs = [[o for o, _ in xs] for xs in b.train.values()]
+    services = [[o for o, _ in rs] for rs in b.serve.values()]
+    return any(options and all(o.rent_usd_per_gpu_hour is None for o in options) for options in jobs + services)
 
 
 def tie_levels(b: Built, model: cp_model.CpModel, first: Solved) -> list[Level]:
