@@ -1,10 +1,10 @@
 """Exact pruning of training options that can never be in an optimal plan.
 
 Option ``b`` (a job spread over whole servers on a scale-out fabric, in a pool no
-other job can use) is dropped
-when a single-server option ``a`` of the same job is no worse on everything the
-solver weighs: ``a`` bought on its own (its server and a rack) costs no more
-than the least ``b`` can add (its servers, NICs and cables; switches and racks
+other job can use) is dropped when a single-server option ``a`` of the same job is
+no worse on everything the solver weighs: ``a`` bought on its own (its server and a
+rack, and on another GPU type than ``b``'s that type's operations charge) costs no
+more than the least ``b`` can add (its servers, NICs and cables; switches and racks
 may be shared), in TCO and, where the problem limits them, in capex, power and
 racks; it is at least as fast when other jobs wait on this one; and it breaks no
 per-GPU rule (stock, a cap on GPU types). Swapping ``b`` for ``a`` in any plan
@@ -81,6 +81,8 @@ def prune_training(
     singles = [(o, standalone(o, problem, catalog, rates)) for o in options if o.pool.fabric == "none"]
     singles.sort(key=lambda pair: pair[1].tco_usd)
     limited = {g.lower() for g in problem.catalog.stock} if problem.policy.max_gpu_types is None else None
+    # another GPU type may be one more type to operate (finance.ops_usd_per_gpu_type_year)
+    type_charge = rates.ops_usd_per_gpu_type_year * rates.annuity
     kept = []
     for b in options:
         if b.pool.fabric == "none" or b.pool in shared:
@@ -90,7 +92,7 @@ def prune_training(
         if not any(
             _dominates(a, up, b, low, problem, has_dependents, limited)
             for a, up in singles
-            if up.tco_usd <= low.tco_usd
+            if up.tco_usd + (type_charge if a.gpu != b.gpu else 0.0) <= low.tco_usd
         ):
             kept.append(b)
     return kept
