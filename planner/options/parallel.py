@@ -1,13 +1,14 @@
-"""Every service's replica kinds, in worker processes when there is enough to estimate.
+"""Every workload's options, in worker processes when there is enough to estimate.
 
 A service's options on one pool (chassis and GPU) are independent of every other pool's and
 service's, and each takes a rate search per size and precision: on most problems the
-enumeration is the longest step before the solver starts. Workers each take every ``n``-th
-(service, pool) pair and return its options with the estimates they made: the parent keeps
-them, so later enumerations in the same run (a diagnosis, explanations, what-if variants)
-reuse them as if it had made them itself. The workers start first and the caller works
-meanwhile (``build_options`` enumerates the training jobs' options), then collects; the result
-is the same as one process's, only sooner.
+enumeration is the longest step before the solver starts. The training jobs' options are one
+part (a chain's jobs are sized in order), the (service, pool) pairs a few parts per worker;
+workers take the parts as they are free and return the options with the estimates they made:
+the parent keeps them, so later enumerations in the same run (a diagnosis, explanations,
+what-if variants) reuse them as if it had made them itself. The workers start first and the
+caller works meanwhile (the command line imports the solver), then collects; the result is the
+same as one process's, only sooner.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from planner.perf import training as perf_training
 from planner.schema.problem import InferenceService
 
 # (service, pool) pairs with a model to estimate; fewer: starting workers costs more than it
-# saves (about 70 ms on 2 cores; startup's 58 pairs take 11 ms each on average)
+# saves (about 70 ms on 2 cores; startup's 58 pairs take 4 ms each on average)
 PARALLEL_FROM_PAIRS = 24
 PARTS_PER_WORKER = 3
 
