@@ -178,26 +178,6 @@ def _beats_at(a: InferenceOption, gpus: int) -> float:
     return (gpus // a.gpus_per_replica) * a.rps_per_replica
 
 
-def _at_targets(
-    svc: InferenceService,
-    shape: ModelShape,
-    catalog: Catalog,
-    chassis: ServerChassis,
-    gpu: Gpu,
-    tp: int,
-    precision: str,
-    input_tokens: int,
-    output_tokens: int,
-    attention_dp: int = 1,
-    speculation: Speculation | None = None,
-) -> InferenceEstimate:
-    """One replica kind of ``tp`` GPUs (in ``attention_dp`` attention groups, speculating or
-    not) on requests of one size, at the largest batch meeting the service's targets."""
-    q = _query(svc, shape, chassis, gpu, tp, precision, input_tokens, output_tokens, attention_dp, speculation)
-    eff = catalog.efficiency
-    return estimate_inference(q, eff.generations[gpu.generation], eff.serving)
-
-
 def _query(
     svc: InferenceService,
     shape: ModelShape,
@@ -210,6 +190,8 @@ def _query(
     attention_dp: int = 1,
     speculation: Speculation | None = None,
 ) -> InferenceQuery:
+    """One replica kind of ``tp`` GPUs (in ``attention_dp`` attention groups, speculating or
+    not) on requests of one size, under the service's targets."""
     return InferenceQuery(
         model=shape,
         gpu=gpu,
@@ -308,9 +290,8 @@ def _mix_buckets(
         if shape is None or precision not in svc.precisions:
             per.append(None)
             continue
-        est = _at_targets(
-            svc, shape, catalog, chassis, gpu, n, precision, bucket.input_tokens, bucket.output_tokens, dp, speculation
-        )
+        q = _query(svc, shape, chassis, gpu, n, precision, bucket.input_tokens, bucket.output_tokens, dp, speculation)
+        est = estimate_inference(q, catalog.efficiency.generations[gpu.generation], catalog.efficiency.serving)
         per.append(est if est.fits else None)
         reasons += [] if est.fits else [f"{bucket.label}: {est.reason}"]
     return per, reasons
