@@ -37,6 +37,7 @@ WORKERS = 1
 PORTFOLIO_WORKERS = 4
 FIRST_PHASE = 5.0
 SMALL_MODEL_VARIABLES = 5000
+SMALL_MODEL_PRESOLVE_PASSES = 1
 DEFAULT_DETERMINISTIC_LIMIT = 60.0
 START_PHASE = 10.0  # a fixed start's solve (consolidate): measured 0.7 det. s on bench_large seed 7
 # CP-SAT's cut effort: 0 adds its base cuts only. Measured (benchmarks/README.md): the LP
@@ -118,9 +119,18 @@ def solve(
 
 def _solve(model: cp_model.CpModel, limit: float, workers: int, lb_tree_search: bool, start: float) -> Solved:
     # No presolve probing on small models: it halves their solve (startup 0.49 -> 0.24 s);
-    # large ones reach a better incumbent with it (measured on benchmarks/bench_large.py).
-    probing = 0 if len(model.proto.variables) < SMALL_MODEL_VARIABLES else 1
-    first = _run(model, min(limit, FIRST_PHASE), workers, probing=probing, lb_tree_search=lb_tree_search)
+    # large ones reach a better incumbent with it (measured on benchmarks/bench_large.py). One
+    # presolve pass on small models: startup 0.261 -> 0.211 det. s, inference-tight-power 0.43 ->
+    # 0.36, six generated 2-4-service problems faster or the same but one (benchmarks/README.md).
+    small = len(model.proto.variables) < SMALL_MODEL_VARIABLES
+    first = _run(
+        model,
+        min(limit, FIRST_PHASE),
+        workers,
+        probing=0 if small else 1,
+        lb_tree_search=lb_tree_search,
+        presolve_passes=SMALL_MODEL_PRESOLVE_PASSES if small else None,
+    )
     rest = limit - first.deterministic_s
     if first.status in ("optimal", "infeasible") or rest <= 0.1 or workers > 1 or budget_spent():
         first.seconds = time.perf_counter() - start
@@ -171,7 +181,14 @@ def solved_values(model: cp_model.CpModel, solved: Solved) -> dict[str, int]:
     return {v.name: solved.value(model.get_int_var_from_proto_index(i)) for i, v in enumerate(model.proto.variables)}
 
 
-def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, lb_tree_search: bool = False) -> Solved:
+def _run(
+    model: cp_model.CpModel,
+    limit: float,
+    workers: int,
+    probing: int = 1,
+    lb_tree_search: bool = False,
+    presolve_passes: int | None = None,
+) -> Solved:
     solver = cp_model.CpSolver()
     budget = run.current()
     if budget is not None:
@@ -189,6 +206,8 @@ def _run(model: cp_model.CpModel, limit: float, workers: int, probing: int = 1, 
     p.cut_level = CUT_LEVEL
     p.optimize_with_lb_tree_search = lb_tree_search and workers == 1
     p.cp_model_probing_level = probing
+    if presolve_passes is not None:
+        p.max_presolve_iterations = presolve_passes
     p.max_deterministic_time = limit
     p.log_search_progress = False
     p.catch_sigint_signal = False
