@@ -31,13 +31,23 @@ inference:
 
 
 def _fingerprint(options: list[Any]) -> list[tuple[Any, ...]]:
-    return [
-        (wo.name, o.pool, o.precision, o.gpus_per_replica, o.attention_dp, o.rps_per_replica, o.estimate.tpot_p99_ms)
-        for wo in options
-        for o in wo.inference
-    ] + [
-        (wo.name, o.pool, o.gpus, o.estimate.days) for wo in options for o in wo.training
-    ] + [(wo.name, r.gpu, r.server, r.reason) for wo in options for r in wo.rejected]
+    return (
+        [
+            (
+                wo.name,
+                o.pool,
+                o.precision,
+                o.gpus_per_replica,
+                o.attention_dp,
+                o.rps_per_replica,
+                o.estimate.tpot_p99_ms,
+            )
+            for wo in options
+            for o in wo.inference
+        ]
+        + [(wo.name, o.pool, o.gpus, o.estimate.days) for wo in options for o in wo.training]
+        + [(wo.name, r.gpu, r.server, r.reason) for wo in options for r in wo.rejected]
+    )
 
 
 def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -146,13 +146,12 @@ def _modelled_options(
         for (n, dp), spec in product(layouts, speculations(svc, wo.shape, catalog))
         if (gpu.id, precision, n) not in measured  # measured numbers win (see inference_options)
     ]
+    gen, serving = catalog.efficiency.generations[gpu.generation], catalog.efficiency.serving
     made: dict[int, InferenceOption | Rejection] = {}
     for i in sorted(range(len(kinds)), key=lambda i: kinds[i][1]):
         precision, n, dp, spec = kinds[i]
         q = _query(svc, wo.shape, chassis, gpu, n, precision, svc.input_tokens, svc.output_tokens, dp, spec)
         beaten_at = max((_beats_at(o, n) for o in made.values() if isinstance(o, InferenceOption)), default=0.0)
-        eff = catalog.efficiency
-        gen, serving = eff.generations[gpu.generation], eff.serving
         if beaten_at > 0 and plans_within(q, gen, serving, beaten_at):
             continue  # it fits, and smaller replicas on the same GPUs serve at least as much
         est = estimate_inference(q, gen, serving)

@@ -44,9 +44,9 @@ def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: Se
 
 def plans_within(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions, rps: float) -> bool:
     """True when ``estimate_inference(q)`` fits and sizes ``q`` by the largest rate meeting its
-    latency targets, and that rate cannot exceed ``rps``: the search's ceiling (the headroom's
-    share of saturation) is at most ``rps``. A caller that already has ``rps`` elsewhere learns
-    as much as from the estimate, for at most one steady state instead of a search's dozen."""
+    latency targets, and that rate cannot exceed ``rps`` (``Load.max_rate_within``). A caller
+    that already has ``rps`` elsewhere learns as much as from the estimate, for at most one
+    steady state instead of a search's dozen."""
     if q.concurrency is not None or q.steady_batch or q.clients is not None or q.rate is not None:
         return False
     if compute_precision(q.gpu, q.precision) is None or q.attention_dp < 1 or q.gpus % q.attention_dp:
@@ -57,12 +57,12 @@ def plans_within(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingA
     if engine is None:
         return False
     load = Load(engine, q.input_tokens, q.output_tokens)
-    ceiling = serving.headroom * load.saturation_rate()
-    if ceiling > rps:
-        return False
-    ttft_s = None if q.ttft_ms is None else q.ttft_ms / 1000
-    tpot_s = None if q.tpot_ms is None else q.tpot_ms / 1000
-    return load.serves_within(ttft_s, tpot_s, ceiling)
+    return load.max_rate_within(*_targets_s(q), serving.headroom, rps)
+
+
+def _targets_s(q: InferenceQuery) -> tuple[float | None, float | None]:
+    """The query's TTFT and TPOT targets (p99), in seconds."""
+    return (None if q.ttft_ms is None else q.ttft_ms / 1000, None if q.tpot_ms is None else q.tpot_ms / 1000)
 
 
 def _estimate(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
@@ -139,9 +139,7 @@ def _under_load(
             reason = f"rate {q.rate:g}/s is above what one replica serves ({ceiling:.3g}/s)"
             return InferenceEstimate(fits=False, reason=reason, max_batch_by_memory=by_memory, **base)
         return _from_latency(q, r, lat, ceiling, q.rate, by_memory, base)
-    ttft_s = None if q.ttft_ms is None else q.ttft_ms / 1000
-    tpot_s = None if q.tpot_ms is None else q.tpot_ms / 1000
-    rate = load.max_rate(ttft_s, tpot_s, serving.headroom)
+    rate = load.max_rate(*_targets_s(q), serving.headroom)
     if rate <= 0:
         return InferenceEstimate(fits=False, reason=_missed(load, q), max_batch_by_memory=by_memory, **base)
     return _from_latency(q, r, load.poisson(rate), ceiling, rate, by_memory, base)

@@ -108,10 +108,14 @@ class Load:
         """The largest Poisson rate whose p99s meet the targets, at most ``utilisation`` of saturation."""
         return largest_within(self.rate_margin(ttft_p99_s, tpot_p99_s), utilisation * self.saturation_rate())
 
-    def serves_within(self, ttft_p99_s: float | None, tpot_p99_s: float | None, ceiling: float) -> bool:
-        """Whether ``max_rate`` finds a rate above 0 under ``ceiling``: the lightest load meets
-        the targets (one steady state, where the search takes a dozen)."""
-        return lightest_within(self.rate_margin(ttft_p99_s, tpot_p99_s), ceiling)
+    def max_rate_within(
+        self, ttft_p99_s: float | None, tpot_p99_s: float | None, utilisation: float, rps: float
+    ) -> bool:
+        """Whether ``max_rate`` finds a rate above 0 and at most ``rps``: its ceiling is at most
+        ``rps`` and the lightest load meets the targets (one steady state at most, where the
+        search takes a dozen)."""
+        ceiling = utilisation * self.saturation_rate()
+        return ceiling <= rps and lightest_within(self.rate_margin(ttft_p99_s, tpot_p99_s), ceiling)
 
     def rate_margin(self, ttft_p99_s: float | None, tpot_p99_s: float | None) -> Callable[[float], float]:
         """The worst p99 over its target, less 1, at a rate (+inf when the replica cannot keep up)."""

@@ -22,12 +22,10 @@ def largest_within(margin: Callable[[float], float], ceiling: float) -> float:
     """The largest rate in ``(0, ceiling]`` whose ``margin`` is at most 0, to ``TOLERANCE`` x
     ceiling (0 when even ``FLOOR`` x ceiling misses). ``margin`` returns +inf when the rate
     cannot be served at all; it need only be right in sign, and roughly in size."""
-    if ceiling <= 0:
+    f_lo = _at_lightest(margin, ceiling)
+    if f_lo is None:
         return 0.0
     lo = ceiling * FLOOR
-    f_lo = margin(lo)
-    if f_lo > 0:
-        return 0.0
     hi = ceiling
     f_hi = margin(hi)
     if f_hi <= 0:
@@ -55,9 +53,17 @@ def largest_within(margin: Callable[[float], float], ceiling: float) -> float:
 
 
 def lightest_within(margin: Callable[[float], float], ceiling: float) -> bool:
-    """Whether ``largest_within`` finds a rate above 0: the lightest rate it tries meets the
-    targets (its first two steps, alone)."""
-    return ceiling > 0 and margin(ceiling * FLOOR) <= 0
+    """Whether ``largest_within`` finds a rate above 0: the lightest rate it tries meets the targets."""
+    return _at_lightest(margin, ceiling) is not None
+
+
+def _at_lightest(margin: Callable[[float], float], ceiling: float) -> float | None:
+    """The margin at the lightest rate tried (``FLOOR`` x ceiling) when it meets the targets; None
+    when it does not, or there is no rate to try."""
+    if ceiling <= 0:
+        return None
+    f = margin(ceiling * FLOOR)
+    return f if f <= 0 else None
 
 
 def worst_margin(pairs: list[tuple[Callable[[], float], float | None]]) -> float:
