@@ -82,6 +82,8 @@ class Built:
     service_starts: dict[str, cp_model.IntVar | int] = field(default_factory=dict)
     service_windows: dict[str, cp_model.IntervalVar] = field(default_factory=dict)
     durations: dict[str, Expr] = field(default_factory=dict)
+    # per pool that jobs (or windowed services) share over time: the GPUs services leave free
+    free_gpus: dict[PoolKey, cp_model.IntVar] = field(default_factory=dict)
     slacks: dict[str, cp_model.IntVar] = field(default_factory=dict)
     # per service: (capacity, demand) per period, in milli-requests/s (the rate limit holds them)
     capacity: dict[str, list[tuple[Expr, int]]] = field(default_factory=dict)

@@ -27,10 +27,12 @@ from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.disagg import kv_nic_limits
 from planner.optimize.floors import service_floors
+from planner.optimize.job_floor import add_job_floor
+from planner.optimize.jobs import job_items, training
 from planner.optimize.serving import serving
-from planner.optimize.time_sharing import Item, ancestors, job_item, job_windows, share, share_by_year
+from planner.optimize.time_sharing import Item, ancestors, share, share_by_year
 from planner.optimize.type_floors import add_closing_cuts
-from planner.options.types import TrainingOption, WorkloadOptions
+from planner.options.types import WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import InferenceService, Problem
 
@@ -56,7 +58,7 @@ def build(
         if lim.name in relax:
             b.slacks[lim.name] = b.model.new_int_var(0, max(0, fam.slack_bound(lim)), f"slack[{lim.name}]")
     _pools(b, problem, catalog, workloads, relax, pools)
-    _training(b, problem, workloads)
+    training(b, problem, workloads)
     serving(b, problem, catalog, workloads, relax)
     kv_nic_limits(b, catalog)
     _gpu_use(b, problem)
@@ -72,6 +74,7 @@ def build(
     if b.periods == 1:  # the floors price a replica for the whole horizon
         service_floors(b, problem, catalog, rates, relax)
         add_closing_cuts(b)
+        add_job_floor(b, problem, workloads, rates)
     if into is None:
         b.model.minimize(b.tco)
     return b
@@ -121,25 +124,6 @@ def _pools(
         b.pools[key] = pv
 
 
-def _training(b: Built, problem: Problem, workloads: list[WorkloadOptions]) -> None:
-    m = b.model
-    horizon = u.days_up(problem.horizon_years * 365)
-    jobs = {j.name: j for j in problem.training}
-    for w in (w for w in workloads if w.kind == "training"):
-        xs = [(o, m.new_bool_var(f"train[{w.name}#{i}]")) for i, o in enumerate(w.training)]
-        b.train[w.name] = xs
-        m.add_exactly_one(x for _, x in xs).with_name(f"job:{w.name}:option")
-        b.durations[w.name] = sum(u.days_up(o.days) * x for o, x in xs)
-    for name, job in jobs.items():
-        latest = u.days_down(job.deadline_days)
-        b.starts[name] = m.new_int_var(u.days_up(job.release_day), max(horizon, latest), f"start[{name}]")
-    by_lower = {n.lower(): n for n in jobs}
-    for name, job in jobs.items():
-        for dep in job.after:
-            pred = by_lower[dep.lower()]
-            m.add(b.starts[name] >= b.starts[pred] + b.durations[pred]).with_name(f"job:{name}:after:{pred}")
-
-
 def _gpu_use(b: Built, problem: Problem) -> None:
     """GPUs per pool: services hold theirs for the whole year (or from their start to their
     end, when they have one); training jobs hold theirs only while they run, so workloads
@@ -147,15 +131,9 @@ def _gpu_use(b: Built, problem: Problem) -> None:
     periods = range(b.periods)
     serve: dict[PoolKey, list[list[Expr]]] = {k: [[] for _ in periods] for k in b.pools}
     items: dict[PoolKey, list[Item]] = {k: [] for k in b.pools}
-    windows = job_windows(b, problem)
+    for key, jobs in job_items(b, problem).items():
+        items[key].extend(jobs)
     waits = ancestors(problem)
-    for name, xs in b.train.items():
-        by_pool: dict[PoolKey, list[tuple[TrainingOption, cp_model.IntVar]]] = {}
-        for o, x in xs:
-            if o.rent_usd_per_gpu_hour is None:  # rented GPUs are the cloud's, not a pool's
-                by_pool.setdefault(o.pool, []).append((o, x))
-        for key, options in by_pool.items():
-            items[key].append(job_item(name, options, b, windows[name]))
     services = {s.name: s for s in problem.inference}
     for name, rs in b.serve.items():
         svc = services[name]
@@ -188,6 +166,7 @@ def _gpu_use(b: Built, problem: Problem) -> None:
         # A cumulative's capacity must be one variable (cpsat-notes): the GPUs services leave free.
         most = gps * upper(p.servers)
         free = m.new_int_var(0, most, f"free_gpus[{key.label()}]")
+        b.free_gpus[key] = free
         if b.periods == 1:
             m.add(free == gps * p.servers - sum(serve[key][0])).with_name(f"gpus[{key.label()}]")
             share(m, free, items[key], waits, key.label())

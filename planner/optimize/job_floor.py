@@ -1,0 +1,120 @@
+"""The training jobs' cost floor: the least their GPUs can cost, all jobs together, as a cut.
+
+The LP relaxation lets a job take slivers of several options, and a pool's free GPUs need only
+hold each job's sliver, not the jobs that run at the same time: on the benchmark fleet
+(``benchmarks/bench_large.py`` seed 7) the LP paid about half of what the jobs' GPUs cost in
+every plan found, and the search never raised that part of the bound. So the jobs are solved
+alone, with everything the model holds them to (one option each, release days, ``after``
+chains, deadlines that are not relaxed, and the pools shared over time), pricing a free GPU at
+its share of a server and a rack (``floors.service_floors``) and a rented job at its rent. The
+proven bound ``J`` becomes
+
+    sum over pools (share x free GPUs) + rent of the jobs' rented options >= J
+
+which holds in every plan: a plan's free GPUs and job options are a plan of the jobs alone
+(windowed services only take more of the free GPUs). The cut is implied by the model, so it
+changes no optimum. Measured on seed 7: the jobs alone are proven at $1.03M in 0.6
+deterministic seconds, and the whole model's bound after 5 deterministic seconds rose from
+$14.59M to $15.11M (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ortools.sat.python import cp_model
+
+from planner import units as u
+from planner.bom import PoolKey
+from planner.finance import Rates
+from planner.optimize.built import Built, Expr, upper
+from planner.optimize.costs import rent_pv_usd
+from planner.optimize.jobs import job_items, training
+from planner.optimize.solve import CUT_LEVEL
+from planner.optimize.time_sharing import ancestors, share
+from planner.optimize.type_floors import MIN_SERVICES
+from planner.options.types import TrainingOption, WorkloadOptions
+from planner.perf.memo import Memo
+from planner.schema.problem import Problem
+
+JOB_FLOOR_DET_S = 2.0  # seed 7's 15 jobs: proven in 0.6; a bound found short of the proof still counts
+
+_FLOORS: Memo[int | None] = Memo(1_000)
+
+
+def add_job_floor(b: Built, problem: Problem, workloads: list[WorkloadOptions], rates: Rates) -> None:
+    """The cut ``jobs:floor`` on the full model ``b`` (one period: its free GPUs per pool)."""
+    if b.periods != 1 or not b.train or not b.gpu_share_usd:
+        return
+    if sum(f.found is not None for f in b.floors.values()) < MIN_SERVICES:
+        return  # a few services: the search proves the plan anyway (startup's solve took 2.2x longer with it)
+    pools = sorted({o.pool for xs in b.train.values() for o, _ in xs if o.rent_usd_per_gpu_hour is None})
+    bound = _FLOORS.get(_key(b, problem, rates, pools), lambda: _solve(_jobs_alone(b, problem, workloads, rates)))
+    if bound is None or bound <= 0:
+        return
+    b.model.add(_cost(b, problem, rates, set(pools)) >= bound).with_name("jobs:floor")
+
+
+def _key(b: Built, problem: Problem, rates: Rates, pools: list[PoolKey]) -> tuple[object, ...]:
+    """Everything the jobs-alone model is made of: what-if variants that change none of it
+    (a budget, a power limit, a service) ask the same question."""
+    jobs = tuple(
+        (
+            j.name,
+            u.days_up(j.release_day),
+            None if f"job:{j.name}:deadline" in b.slacks else u.days_down(j.deadline_days),
+            tuple(j.after),
+            tuple(
+                (o.pool, o.held_gpus, u.days_up(o.days), _rent(o, problem, rates)) for o, _ in b.train.get(j.name, [])
+            ),
+        )
+        for j in problem.training
+    )
+    shares = tuple((key, b.gpu_share_usd[key], upper(b.pools[key].servers)) for key in pools)
+    return jobs, shares, problem.horizon_years, JOB_FLOOR_DET_S
+
+
+def _rent(o: TrainingOption, problem: Problem, rates: Rates) -> int | None:
+    return None if o.rent_usd_per_gpu_hour is None else u.usd(rent_pv_usd(o, problem, rates))
+
+
+def _cost(b: Built, problem: Problem, rates: Rates, pools: set[PoolKey]) -> Expr:
+    """The jobs' part of the cost: free GPUs of ``pools`` at their share price, rented options at their rent."""
+    cost: Expr = sum(b.gpu_share_usd[key] * free for key, free in sorted(b.free_gpus.items()) if key in pools)
+    for xs in b.train.values():
+        cost += sum(rent * x for o, x in xs if (rent := _rent(o, problem, rates)) is not None)
+    return cost
+
+
+def _jobs_alone(
+    b: Built, problem: Problem, workloads: list[WorkloadOptions], rates: Rates
+) -> cp_model.CpModel:
+    """The jobs and their pools' free GPUs, as in ``b`` but with no service."""
+    alone = Built(cp_model.CpModel(), gpu_share_usd=b.gpu_share_usd)
+    # a relaxed deadline (a diagnosis) binds nothing here either; job_windows reads it from the slacks
+    alone.slacks = {name: slack for name, slack in b.slacks.items() if name.startswith("job:")}
+    training(alone, problem, workloads)
+    m = alone.model
+    for job in problem.training:
+        if f"job:{job.name}:deadline" not in alone.slacks:
+            m.add(alone.starts[job.name] + alone.durations[job.name] <= u.days_down(job.deadline_days))
+    waits = ancestors(problem)
+    for key, items in sorted(job_items(alone, problem).items()):
+        pool = b.pools[key]
+        free = m.new_int_var(0, pool.spec.gpus_per_server * upper(pool.servers), f"free_gpus[{key.label()}]")
+        alone.free_gpus[key] = free
+        share(m, free, items, waits, key.label())
+    m.minimize(_cost(alone, problem, rates, set(alone.free_gpus)))
+    return m
+
+
+def _solve(alone: cp_model.CpModel) -> int | None:
+    """One worker, a deterministic limit: the proven bound, or None when nothing was found."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_deterministic_time = JOB_FLOOR_DET_S
+    solver.parameters.cut_level = CUT_LEVEL
+    status = solver.solve(alone)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return math.floor(solver.best_objective_bound)
