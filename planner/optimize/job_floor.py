@@ -20,17 +20,17 @@ $14.59M to $15.11M (benchmarks/README.md).
 
 from __future__ import annotations
 
-import math
-
 from ortools.sat.python import cp_model
 
 from planner import units as u
 from planner.bom import PoolKey
+from planner.catalog import Catalog
 from planner.finance import Rates
+from planner.limits.workloads import Deadline
 from planner.optimize.built import Built, Expr, upper
 from planner.optimize.costs import rent_pv_usd
+from planner.optimize.floors import solved_alone
 from planner.optimize.jobs import job_items, training
-from planner.optimize.solve import CUT_LEVEL
 from planner.optimize.time_sharing import ancestors, share
 from planner.optimize.type_floors import MIN_SERVICES
 from planner.options.types import TrainingOption, WorkloadOptions
@@ -42,14 +42,15 @@ JOB_FLOOR_DET_S = 2.0  # seed 7's 15 jobs: proven in 0.6; a bound found short of
 _FLOORS: Memo[int | None] = Memo(1_000)
 
 
-def add_job_floor(b: Built, problem: Problem, workloads: list[WorkloadOptions], rates: Rates) -> None:
+def add_job_floor(b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates) -> None:
     """The cut ``jobs:floor`` on the full model ``b`` (one period: its free GPUs per pool)."""
     if b.periods != 1 or not b.train or not b.gpu_share_usd:
         return
     if sum(f.found is not None for f in b.floors.values()) < MIN_SERVICES:
         return  # a few services: the search proves the plan anyway (startup's solve took 2.2x longer with it)
     pools = sorted({o.pool for xs in b.train.values() for o, _ in xs if o.rent_usd_per_gpu_hour is None})
-    bound = _FLOORS.get(_key(b, problem, rates, pools), lambda: _solve(_jobs_alone(b, problem, workloads, rates)))
+    key = _key(b, problem, rates, pools)
+    bound = _FLOORS.get(key, lambda: _solve(_jobs_alone(b, problem, catalog, workloads, rates)))
     if bound is None or bound <= 0:
         return
     b.model.add(_cost(b, problem, rates, set(pools)) >= bound).with_name("jobs:floor")
@@ -87,7 +88,7 @@ def _cost(b: Built, problem: Problem, rates: Rates, pools: set[PoolKey]) -> Expr
 
 
 def _jobs_alone(
-    b: Built, problem: Problem, workloads: list[WorkloadOptions], rates: Rates
+    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates
 ) -> cp_model.CpModel:
     """The jobs and their pools' free GPUs, as in ``b`` but with no service."""
     alone = Built(cp_model.CpModel(), gpu_share_usd=b.gpu_share_usd)
@@ -95,13 +96,13 @@ def _jobs_alone(
     alone.slacks = {name: slack for name, slack in b.slacks.items() if name.startswith("job:")}
     training(alone, problem, workloads)
     m = alone.model
-    for job in problem.training:
-        if f"job:{job.name}:deadline" not in alone.slacks:
-            m.add(alone.starts[job.name] + alone.durations[job.name] <= u.days_down(job.deadline_days))
+    deadlines = Deadline()
+    for limit in deadlines.limits(problem, catalog):
+        if limit.name not in alone.slacks:
+            deadlines.add(alone, problem, catalog, limit, 0)
     waits = ancestors(problem)
     for key, items in sorted(job_items(alone, problem).items()):
-        pool = b.pools[key]
-        free = m.new_int_var(0, pool.spec.gpus_per_server * upper(pool.servers), f"free_gpus[{key.label()}]")
+        free = m.new_int_var(0, upper(b.free_gpus[key]), f"free_gpus[{key.label()}]")
         alone.free_gpus[key] = free
         share(m, free, items, waits, key.label())
     m.minimize(_cost(alone, problem, rates, set(alone.free_gpus)))
@@ -109,12 +110,6 @@ def _jobs_alone(
 
 
 def _solve(alone: cp_model.CpModel) -> int | None:
-    """One worker, a deterministic limit: the proven bound, or None when nothing was found."""
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.max_deterministic_time = JOB_FLOOR_DET_S
-    solver.parameters.cut_level = CUT_LEVEL
-    status = solver.solve(alone)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return math.floor(solver.best_objective_bound)
+    """The proven bound (as a service's floor is solved), or None when nothing was found."""
+    found = solved_alone(alone, [], JOB_FLOOR_DET_S)
+    return None if found is None else found[0]

@@ -74,7 +74,7 @@ def build(
     if b.periods == 1:  # the floors price a replica for the whole horizon
         service_floors(b, problem, catalog, rates, relax)
         add_closing_cuts(b)
-        add_job_floor(b, problem, workloads, rates)
+        add_job_floor(b, problem, catalog, workloads, rates)
     if into is None:
         b.model.minimize(b.tco)
     return b
