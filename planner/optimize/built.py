@@ -95,6 +95,7 @@ class Built:
     floors: dict[str, Floor] = field(default_factory=dict)  # per service with a cost floor
     gpu_share_usd: dict[PoolKey, int] = field(default_factory=dict)  # a GPU's share of its server and rack
     gpu_type_used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # owned: some server of it
+    gpu_type_charge_usd: int = 0  # what each owned type costs over the horizon (its flag's TCO term)
     gpu_vendor: dict[str, str] = field(default_factory=dict)  # each owned GPU type's vendor
     simplicity_tolerance: float = 0.0  # share of the least TCO the tie-breaks may pay for fewer types
     capex: Expr = 0

@@ -5,7 +5,8 @@ services on forty mixes leave many pools of part-filled servers: on the benchmar
 (``benchmarks/bench_large.py``, seed 7) the plan with every service at its own floor costs
 $18.2M, and the search alone reached $17.0M in 60 deterministic seconds ($15.7M from the start
 made here). This is facility
-location, and its classic greedy works: from the pools the floors use, drop the pool whose
+location, and its classic greedy works: first the GPU types close, each while its services lose
+less than its charge (``optimize.type_closing``); then from the pools left, drop the pool whose
 services, moved to their best mix on the pools left, save the most servers, while that saves
 money; then one pass moves each service to its cheapest mix given the others' servers (GPUs left
 free in a part-filled server cost it nothing). Then the model with every such service's replicas
@@ -27,6 +28,7 @@ from ortools.sat.python import cp_model
 from planner.bom import PoolKey
 from planner.optimize.built import Built, Expr, Floor, upper
 from planner.optimize.floors import alone_model, solve_alone, solved_alone
+from planner.optimize.type_closing import close_types
 
 MIN_SERVICES = 8  # fewer services share few pools anyway: the search finds the plan itself
 ALONE_DET_S = 0.2  # each service's solve on the pools left (the best found within it will do)
@@ -51,7 +53,7 @@ def start_model(b: Built) -> cp_model.CpModel | None:
     floors = {name: f for name, f in sorted(b.floors.items()) if f.found is not None}
     if b.periods != 1 or len(floors) < MIN_SERVICES:
         return None
-    mixes = {name: _mix(f, f.found[1]) for name, f in floors.items() if f.found is not None}
+    mixes = {name: _mix(floors[name], counts) for name, counts in close_types(b, floors).items()}
     mixes = _refill(b, floors, _consolidate(b, floors, mixes))
     start = b.model.clone()
     for name, mix in mixes.items():

@@ -73,7 +73,8 @@ def objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> Exp
     if b.storage_tb:  # the jobs' datasets and checkpoints, for a cluster
         tco += unit(st.price_usd_per_tb.usd, st.power_w_per_tb, "storage") * b.storage_tb * b.storage_on
     per_type = rates.ops_usd_per_gpu_type_year * rates.annuity  # each owned type, every year
-    tco += sum(u.usd(per_type) * flag for flag in b.gpu_type_used.values())
+    b.gpu_type_charge_usd = u.usd(per_type)
+    tco += sum(b.gpu_type_charge_usd * flag for flag in b.gpu_type_used.values())
     for key, (have, have_racks) in b.kept.items():  # their prices are sunk; running them is not
         s = b.pools[key].spec
         tco -= (u.usd(s.server_price_usd) + u.usd(s.nic_price_usd) * s.nics_per_server) * have

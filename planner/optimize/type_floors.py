@@ -63,7 +63,7 @@ def _job_type_cuts(b: Built) -> None:
     for name, xs in sorted(b.train.items()):
         on: dict[str, list[cp_model.IntVar]] = {}
         for o, x in xs:
-            if _owned(b, o):
+            if owned_type(b, o):
                 on.setdefault(o.pool.gpu, []).append(x)
         for gpu, chosen in sorted(on.items()):
             b.model.add(sum(chosen) <= b.gpu_type_used[gpu]).with_name(f"job:{name}:type:{gpu}")
@@ -72,10 +72,10 @@ def _job_type_cuts(b: Built) -> None:
 def _types_used(b: Built, f: Floor) -> list[str]:
     """The owned GPU types of the service's floor mix (closing another one leaves the floor)."""
     assert f.found is not None
-    return sorted({o.pool.gpu for (o, _), n in zip(f.reps, f.found[1], strict=True) if n and _owned(b, o)})
+    return sorted({o.pool.gpu for (o, _), n in zip(f.reps, f.found[1], strict=True) if n and owned_type(b, o)})
 
 
-def _owned(b: Built, o: InferenceOption | TrainingOption) -> bool:
+def owned_type(b: Built, o: InferenceOption | TrainingOption) -> bool:
     return o.rent_usd_per_gpu_hour is None and o.pool.gpu in b.gpu_type_used
 
 

@@ -1,0 +1,74 @@
+"""Which GPU types the consolidated start keeps: a type is closed while its services lose less
+by moving than the type costs.
+
+Every owned GPU type costs ``finance.ops_usd_per_gpu_type_year`` over the horizon, whatever
+its size. Each service's floor mix is the cheapest with every type open, so forty floors open
+many types: on the benchmark fleet (``benchmarks/bench_large.py`` seed 11) nine, and the search
+kept all nine from the start it was given ($0.75M of type charges; plan $15.32M at 60
+deterministic seconds). The greedy of facility location again: close the type whose services,
+each moved to its best mix on the types left, lose the least, while that loss is below the
+charge. On seed 11 it keeps six types and the plan found from its start is $14.82M.
+
+Each move is a service solved alone (``floors.service_floor``, memoised: the first round's are
+the closing cuts' own solves), so the choice is deterministic; it orders the search only.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.optimize.built import Built, Floor, upper
+from planner.optimize.floors import service_floor
+from planner.optimize.type_floors import CLOSED_DET_S, owned_type
+
+MAX_SOLVES = 600  # services solved on fewer types, in all: bounds the work on a fleet of hundreds
+
+Counts = tuple[int, ...]
+
+
+def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:
+    """Each floored service's replica counts on the types kept (its floor mix when it loses none)."""
+    counts = {name: f.found[1] for name, f in floors.items() if f.found is not None}
+    closed: set[str] = set()
+    solves = 0
+    while len(open_ := set().union(*(_types(b, floors[n], c) for n, c in counts.items()))) > 1:
+        best: tuple[float, str, dict[str, Counts]] | None = None
+        for gpu in sorted(open_):
+            users = [n for n, c in counts.items() if gpu in _types(b, floors[n], c)]
+            if solves + len(users) > MAX_SOLVES:
+                return counts
+            solves += len(users)
+            loss, moved = _moved(b, floors, counts, users, closed | {gpu})
+            if best is None or loss < best[0]:
+                best = (loss, gpu, moved)
+        if best is None or best[0] >= b.gpu_type_charge_usd:
+            break
+        closed.add(best[1])
+        counts.update(best[2])
+    return counts
+
+
+def _moved(
+    b: Built, floors: dict[str, Floor], counts: dict[str, Counts], users: list[str], closed: set[str]
+) -> tuple[float, dict[str, Counts]]:
+    """What moving ``users`` off the ``closed`` types costs them together, and their new counts
+    (the types no floor uses stay open: the first round asks what the closing cuts asked)."""
+    loss = 0.0
+    moved: dict[str, Counts] = {}
+    for name in users:
+        f = floors[name]
+        uppers = [0 if owned_type(b, o) and o.pool.gpu in closed else upper(r) for o, r in f.reps]
+        found = service_floor(f, name, uppers, CLOSED_DET_S) if any(uppers) else None
+        if found is None:
+            return math.inf, {}
+        loss += _cost(f, found[1]) - _cost(f, counts[name])
+        moved[name] = found[1]
+    return loss, moved
+
+
+def _cost(f: Floor, counts: Counts) -> int:
+    return sum(c * n for c, n in zip(f.costs, counts, strict=True))
+
+
+def _types(b: Built, f: Floor, counts: Counts) -> set[str]:
+    return {o.pool.gpu for (o, _), n in zip(f.reps, counts, strict=True) if n and owned_type(b, o)}
