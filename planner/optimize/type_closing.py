@@ -21,7 +21,7 @@ from planner.optimize.built import Built, Floor, upper
 from planner.optimize.floors import service_floor
 from planner.optimize.type_floors import CLOSED_DET_S, owned_type
 
-MAX_SOLVES = 600  # services solved on fewer types, in all: bounds the work on a fleet of hundreds
+MAX_SOLVES = 600  # services solved off some closed types, in all: bounds the work on a fleet of hundreds
 
 Counts = tuple[int, ...]
 
@@ -30,17 +30,19 @@ def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:
     """Each floored service's replica counts on the types kept (its floor mix when it loses none)."""
     counts = {name: f.found[1] for name, f in floors.items() if f.found is not None}
     closed: set[str] = set()
-    solves = 0
+    moves = _Moves(b, floors)
     while len(open_ := set().union(*(_types(b, floors[n], c) for n, c in counts.items()))) > 1:
         best: tuple[float, str, dict[str, Counts]] | None = None
         for gpu in sorted(open_):
             users = [n for n, c in counts.items() if gpu in _types(b, floors[n], c)]
-            if solves + len(users) > MAX_SOLVES:
+            moved = {n: moves.off(n, closed | {gpu}) for n in users}
+            if moves.solves > MAX_SOLVES:
                 return counts
-            solves += len(users)
-            loss, moved = _moved(b, floors, counts, users, closed | {gpu})
+            loss = math.inf
+            if all(c is not None for c in moved.values()):
+                loss = sum(_cost(floors[n], c) - _cost(floors[n], counts[n]) for n, c in moved.items() if c is not None)
             if best is None or loss < best[0]:
-                best = (loss, gpu, moved)
+                best = (loss, gpu, {n: c for n, c in moved.items() if c is not None})
         if best is None or best[0] >= b.gpu_type_charge_usd:
             break
         closed.add(best[1])
@@ -48,22 +50,24 @@ def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:
     return counts
 
 
-def _moved(
-    b: Built, floors: dict[str, Floor], counts: dict[str, Counts], users: list[str], closed: set[str]
-) -> tuple[float, dict[str, Counts]]:
-    """What moving ``users`` off the ``closed`` types costs them together, and their new counts
-    (the types no floor uses stay open: the first round asks what the closing cuts asked)."""
-    loss = 0.0
-    moved: dict[str, Counts] = {}
-    for name in users:
-        f = floors[name]
-        uppers = [0 if owned_type(b, o) and o.pool.gpu in closed else upper(r) for o, r in f.reps]
-        found = service_floor(f, name, uppers, CLOSED_DET_S) if any(uppers) else None
-        if found is None:
-            return math.inf, {}
-        loss += _cost(f, found[1]) - _cost(f, counts[name])
-        moved[name] = found[1]
-    return loss, moved
+class _Moves:
+    """A service's best counts off some closed types, solved once per closed types it could use
+    (a service asked again in a later round, with the same of its types closed, is not solved)."""
+
+    def __init__(self, b: Built, floors: dict[str, Floor]) -> None:
+        self.b, self.floors = b, floors
+        self.solves = 0
+        self._found: dict[tuple[str, frozenset[str]], Counts | None] = {}
+
+    def off(self, name: str, closed: set[str]) -> Counts | None:
+        f = self.floors[name]
+        own = frozenset(o.pool.gpu for o, _ in f.reps if owned_type(self.b, o)) & closed
+        if (name, own) not in self._found:
+            self.solves += 1
+            uppers = [0 if owned_type(self.b, o) and o.pool.gpu in own else upper(r) for o, r in f.reps]
+            found = service_floor(f, name, uppers, CLOSED_DET_S) if any(uppers) else None
+            self._found[name, own] = None if found is None else found[1]
+        return self._found[name, own]
 
 
 def _cost(f: Floor, counts: Counts) -> int:
