@@ -35,9 +35,11 @@ def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:
         best: tuple[float, str, dict[str, Counts]] | None = None
         for gpu in sorted(open_):
             users = [n for n, c in counts.items() if gpu in _types(b, floors[n], c)]
-            moved = {n: moves.off(n, closed | {gpu}) for n in users}
-            if moves.solves > MAX_SOLVES:
-                return counts
+            moved: dict[str, Counts | None] = {}
+            for name in users:
+                if moves.solves >= MAX_SOLVES:
+                    return counts
+                moved[name] = moves.off(name, closed | {gpu})
             loss = math.inf
             if all(c is not None for c in moved.values()):
                 loss = sum(_cost(floors[n], c) - _cost(floors[n], counts[n]) for n, c in moved.items() if c is not None)
