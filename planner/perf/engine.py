@@ -166,13 +166,22 @@ class IterationCost:
         """One iteration; ``context_tokens`` may be an array (decode-only stretches).
         ``prefill_prompts``: how many prompts the prefill tokens belong to (with attention data
         parallelism, prompts on different groups run side by side)."""
+        pre, link, fixed = self.beside_decode_s(decode_seqs, prefill_tokens, prefill_pairs, prefill_prompts)
+        return self.decode_s(decode_seqs, context_tokens) + pre + link + fixed
+
+    def beside_decode_s(
+        self, decode_seqs: int, prefill_tokens: int = 0, prefill_pairs: float = 0.0, prefill_prompts: int = 1
+    ) -> tuple[float, float, float]:
+        """An iteration's parts other than the decode part, which alone depends on the context:
+        the prefill, the in-server link and the fixed costs (``iteration_s`` adds them to the
+        decode part in this order; a caller pricing many iterations may keep them)."""
         r = self._r
         fixed = self._step_s + (self._prefill_fixed_s if prefill_tokens > 0 else 0.0)
         link = r.comm_s(decode_seqs * (self._k + 1) + prefill_tokens)
         if self._k and decode_seqs > 0:  # the draft's passes all-reduce on its own layers
             link += self._k * self._draft_layer_share * r.comm_s(decode_seqs)
         pre = self.prefill_s(prefill_tokens, prefill_pairs, alone=decode_seqs <= 0, prompts=prefill_prompts)
-        return self.decode_s(decode_seqs, context_tokens) + pre + link + fixed
+        return pre, link, fixed
 
     def chunk_pairs(self, done_tokens: int, chunk_tokens: int) -> float:
         """Attention (query, key) pairs, all layers, of prefilling tokens

@@ -22,8 +22,8 @@ one), and its context grows by E tokens a step.
 
 Speed: between events nothing changes but the context, so a stretch of decode-only
 iterations up to the next finish is priced at once and its end times summed in order
-(``np.cumsum``); an arrival cuts the stretch at the first iteration end at or after it
-(``searchsorted``). A decode-only iteration's time depends on the number of sequences and
+(``itertools.accumulate``); an arrival cuts the stretch at the first iteration end at or after it
+(``bisect``). A decode-only iteration's time depends on the number of sequences and
 their context alone, so ``DecodeTimes`` prices it for a block of consecutive contexts with
 one ``IterationCost.iteration_s`` call on an array, and every replica of the kind reads its
 stretches from the block. Each iteration is priced by the same call on the same numbers and
@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import deque
+from itertools import accumulate
 
 import numpy as np
 
@@ -69,15 +71,39 @@ class DecodeTimes:
         self.blocks: dict[tuple[int, int], np.ndarray] = {}
         self.seen: dict[tuple[int, int], int] = {}
         self.growth = _growth(engine)  # context tokens a sequence adds per iteration
+        # an iteration's parts beside its decode part, by (decoding, prefill tokens, pairs,
+        # prompts), and a prompt chunk's attention pairs by (tokens done, chunk): requests of a
+        # few sizes ask for the same few again and again
+        self.beside: dict[tuple[int, int, float, int], tuple[float, float, float]] = {}
+        self.pairs: dict[tuple[int, int], float] = {}
+        self.split = hasattr(self.cost, "beside_decode_s")  # else a cost that prices whole iterations only
 
-    def stretch(self, seqs: int, context: float, iterations: int) -> np.ndarray:
+    def iteration_s(self, decoding: int, context: float, tokens: int, pairs: float, prompts: int) -> float:
+        """``IterationCost.iteration_s`` for one iteration: the same parts added in the same order."""
+        if not self.split:
+            return float(self.cost.iteration_s(decoding, context, tokens, pairs, prompts))
+        key = (decoding, tokens, pairs, prompts)
+        parts = self.beside.get(key)
+        if parts is None:
+            parts = self.beside[key] = self.cost.beside_decode_s(decoding, tokens, pairs, prompts)
+        pre, link, fixed = parts
+        return float(self.cost.decode_s(decoding, context) + pre + link + fixed)
+
+    def chunk_pairs(self, done: int, chunk: int) -> float:
+        key = (done, chunk)
+        found = self.pairs.get(key)
+        if found is None:
+            found = self.pairs[key] = self.cost.chunk_pairs(done, chunk)
+        return found
+
+    def stretch(self, seqs: int, context: float, iterations: int) -> list[float]:
         """Seconds of up to ``iterations`` decode-only iterations from ``context`` (growing by
         ``seqs`` each); fewer when the stretch leaves the block of contexts it started in.
         Speculative steps (context growing by a fractional ``growth``): priced on their own."""
         if self.growth != 1.0:
             k = min(iterations, self.CHUNK)
             contexts = np.arange(k, dtype=np.float64) * (seqs * self.growth) + context
-            return np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), (k,))
+            return self._priced(seqs, contexts).tolist()
         index, offset = divmod(int(context), self.BLOCK)  # whole: contexts grow by 1 here
         key = (seqs, index)
         times = self.blocks.get(key)
@@ -87,15 +113,18 @@ class DecodeTimes:
             if seen < self.REUSE:
                 k = min(iterations, self.CHUNK)
                 contexts = np.arange(k, dtype=np.float64) * seqs + context
-                return np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), (k,))
+                return self._priced(seqs, contexts).tolist()
             if len(self.blocks) >= self.MAX_BLOCKS:
                 self.blocks.clear()
                 self.seen.clear()
             contexts = np.arange(index * self.BLOCK, (index + 1) * self.BLOCK, dtype=np.float64)
-            times = np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), contexts.shape)
+            times = self._priced(seqs, contexts)
             self.blocks[key] = times
         k = min(iterations, (self.BLOCK - 1 - offset) // seqs + 1)
-        return times[offset : offset + seqs * k : seqs]
+        return times[offset : offset + seqs * k : seqs].tolist()
+
+    def _priced(self, seqs: int, contexts: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.cost.iteration_s(seqs, contexts), dtype=np.float64), contexts.shape)
 
 
 class Requests:
@@ -134,7 +163,9 @@ class Replica:
         self.recent = 0  # requests that finished at `clock`
         self.recent_ids: list[int] = []
         self._state = _IDLE
-        self._ends: np.ndarray | None = None  # end times of the priced stretch
+        # end times of the priced stretch (a list: most stretches are a few dozen iterations,
+        # where list arithmetic costs a fraction of numpy's per-call overhead)
+        self._ends: list[float] | None = None
         self._finishes = False  # the priced stretch ends with a finish
         self.safe = math.inf  # advance(t) has nothing to run while t <= safe
 
@@ -211,7 +242,7 @@ class Replica:
 
     def _general(self) -> None:
         """One iteration with prompt chunks (and whatever decodes beside them)."""
-        req, cost = self.req, self.cost
+        req, table = self.req, self.decode_times
         decoding = len(self.decoding)
         room = self.token_budget - decoding
         tokens, pairs, prompts = 0, 0.0, 0  # prompts: attention-DP groups prefill them side by side
@@ -221,7 +252,7 @@ class Replica:
                 break
             rid, done = entry
             chunk = min(room, req.fill[rid] - done)
-            pairs += cost.chunk_pairs(req.cached[rid] + done, chunk)
+            pairs += table.chunk_pairs(req.cached[rid] + done, chunk)
             tokens, room, entry[1], prompts = tokens + chunk, room - chunk, done + chunk, prompts + 1
             if entry[1] == req.fill[rid]:
                 completed.append(rid)
@@ -234,12 +265,12 @@ class Replica:
             self.running += 1
             self.kv_used += need
             chunk = min(room, req.fill[rid])
-            pairs += cost.chunk_pairs(req.cached[rid], chunk)
+            pairs += table.chunk_pairs(req.cached[rid], chunk)
             tokens, room, prompts = tokens + chunk, room - chunk, prompts + 1
             self.prefilling.append([rid, chunk])
             if chunk == req.fill[rid]:
                 completed.append(rid)
-        end = self.clock + float(cost.iteration_s(decoding, float(self.context), tokens, pairs, max(1, prompts)))
+        end = self.clock + table.iteration_s(decoding, float(self.context), tokens, pairs, max(1, prompts))
         index = self.iterations
         self.clock, self.iterations = end, index + 1
         self.context += decoding * self.growth
@@ -263,19 +294,17 @@ class Replica:
         left = self.decoding[0][0] - self.iterations + 1
         seconds = self.decode_times.stretch(decoding, self.context, left)
         k = len(seconds)
-        times = np.empty(k + 1)
-        times[0] = self.clock
-        times[1:] = seconds
-        np.cumsum(times, out=times)  # in order: the same sums as one iteration at a time
-        self._ends, self._finishes = times[1:], k == left
-        self.safe = float(times[k - 1])  # the last iteration's start
+        times = list(accumulate(seconds, initial=self.clock))  # in order: the same sums as one at a time
+        self.safe = times[k - 1]  # the last iteration's start
+        del times[0]
+        self._ends, self._finishes = times, k == left
 
     def _run_stretch(self) -> None:
         assert self._ends is not None
         k = len(self._ends)
         self.iterations += k
         self.context += len(self.decoding) * k * self.growth
-        self.clock = float(self._ends[-1])
+        self.clock = self._ends[-1]
         finished = self._pop_finished(self.iterations - 1, self.clock) if self._finishes else []
         self.recent, self.recent_ids = len(finished), finished
         self._plan()
@@ -283,10 +312,10 @@ class Replica:
     def _cut(self, t: float) -> None:
         """Run the priced stretch's iterations up to the first that ends at or after ``t``."""
         assert self._ends is not None
-        k = int(np.searchsorted(self._ends, t)) + 1
+        k = bisect_left(self._ends, t) + 1
         self.iterations += k
         self.context += len(self.decoding) * k * self.growth
-        self.clock = float(self._ends[k - 1])
+        self.clock = self._ends[k - 1]
         self.recent, self.recent_ids = 0, []
 
     def _pop_finished(self, index: int, end: float) -> list[int]:
