@@ -79,9 +79,23 @@ def wait_sum_quantile(
     probs = np.concatenate([w * p for w, _, p in parts])
     probs = probs / probs.sum()
 
+    # the bisection's evaluations in place, in two buffers: at a few hundred values each, numpy's
+    # allocations cost about as much as its arithmetic (the same operations on the same numbers)
+    gap, beyond = np.empty_like(values), np.empty_like(values)
+    below = np.empty(values.shape, dtype=bool)
+    neg_theta = -theta
+
     def exceed(x: float) -> float:
-        gap = x - values
-        beyond = np.where(gap < 0, 1.0, c * np.exp(-theta * np.maximum(gap, 0.0)) if c > 0 else 0.0)
+        np.subtract(x, values, out=gap)
+        np.less(gap, 0, out=below)
+        if c > 0:
+            np.maximum(gap, 0.0, out=beyond)
+            np.multiply(neg_theta, beyond, out=beyond)
+            np.exp(beyond, out=beyond)
+            np.multiply(c, beyond, out=beyond)
+        else:
+            beyond.fill(0.0)
+        beyond[below] = 1.0
         return float(probs @ beyond)
 
     lo = 0.0
