@@ -92,8 +92,6 @@ def solve(
     """Find the lowest-TCO plan that meets every target and limit."""
     from planner.optimize.budget import run_budget
     from planner.report.files import check_writable, write_all
-    from planner.report.tables import plan_json, purchase_csv
-    from planner.report.terminal import print_infeasible, print_plan
 
     charts = [charts_dir / n for n in ("tco_breakdown.png", "cash_flow.png", "gantt.png")] if charts_dir else []
     files: list[str | Path] = [
@@ -110,6 +108,11 @@ def solve(
     with run_budget(time_limit, alarm=True):
         if plan.status != "infeasible" and (explain_plan or why_not):
             _explain(ctx, plan, time_limit, why_not)
+    # only now: the plan's schema is built while the options' workers estimate (planner.pipeline),
+    # not before they start
+    from planner.report.tables import plan_json, purchase_csv
+    from planner.report.terminal import print_infeasible, print_plan
+
     to_stdout = json_path == "-"
     if not quiet and not to_stdout:
         print_plan(plan, out)
@@ -135,13 +138,14 @@ def _plan(
     problem: Path, keep: Path | None, why_not: list[str] | None, time_limit: float | None, keep_start: bool
 ) -> tuple[Plan, Context]:
     from planner.context import prepare
-    from planner.io.kept_plan import kept_hardware
     from planner.io.problem_io import load_problem
 
     ctx = prepare(load_problem(problem), meanwhile=_import_solver)
     from planner.pipeline import plan_context
 
     if keep is not None:
+        from planner.io.kept_plan import kept_hardware  # the plan's schema: after the workers start
+
         ctx.kept = kept_hardware(str(keep), ctx.catalog)
     for gpu in why_not or []:
         if gpu.lower() != "all":
