@@ -12,6 +12,7 @@ once), terminates every worker before the interrupt goes on. No worker outlives 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import signal
 import socket
 import threading
@@ -94,13 +95,32 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
         mp_context=multiprocessing.get_context("fork"),
         initializer=_worker_signals,
     )
+    # The workers fork at the first submit, holding the jobs already: each is sent as its index,
+    # not pickled (a simulation's replicas share 1.2 MB of requests; the parent pickled them
+    # before any worker could start, and each worker unpickled them again)
+    token = next(_MAPS)
+    _INHERITED[token] = (fn, jobs)
     try:
-        futures = [pool.submit(fn, job) for job in jobs]
+        futures = [pool.submit(_inherited, (token, i)) for i in range(len(jobs))]
         yield lambda: [_result(f) for f in futures]
     except BaseException:  # Ctrl-C, the deadline, a failed job: no worker goes on
         _stop(pool)
         raise
+    finally:
+        del _INHERITED[token]
     pool.shutdown()
+
+
+# started_map's jobs by map, for its forked workers to read (their copy of the parent's memory)
+_INHERITED: dict[int, tuple[Callable[[Any], Any], Sequence[Any]]] = {}
+_MAPS = itertools.count()
+
+
+def _inherited(key: tuple[int, int]) -> Any:
+    """In a forked worker: job ``i`` of map ``token``, as the parent held it when it forked."""
+    token, i = key
+    fn, jobs = _INHERITED[token]
+    return fn(jobs[i])
 
 
 @contextlib.contextmanager
