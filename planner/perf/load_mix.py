@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -121,6 +122,12 @@ class MixState:
         """Mean time per output token."""
         return self.iteration_s / self.tokens_per_step
 
+    @cached_property
+    def _tail(self) -> tuple[float, float]:
+        """``mg1_tail`` of the packed queue: asked for by every quantile of the state (half of a
+        problem's bisections for it were the same state's again)."""
+        return mg1_tail(self.rate, self.packed)
+
     def _subclasses(self, j: int) -> Subclasses:
         return self.groups[j] if self.groups else ((j, 1.0),)
 
@@ -139,7 +146,7 @@ class MixState:
             for i, w in subs
             for weight, values, probs in self._under_way(i)
         ]
-        return wait_sum_quantile(parts, mg1_tail(self.rate, self.packed), q)
+        return wait_sum_quantile(parts, self._tail, q)
 
     def tpot_quantile_s(self, j: int, q: float) -> float:
         """Hits and misses decode alike (the same context and output); they differ only in the
@@ -154,7 +161,7 @@ class MixState:
         """The iteration under way, the wait behind a backlog (which packs prompts into full
         token budgets), and the prompt's own iteration: its prefill plus the work of the prompts
         that arrived with it (their count at the same quantile, Poisson over one iteration)."""
-        tail = mg1_tail(self.rate, self.packed)
+        tail = self._tail
         return self.prompts[j].latency_s + wait_sum_quantile(self._under_way(j), tail, q)
 
     def _under_way(self, j: int) -> list[tuple[float, np.ndarray, np.ndarray]]:
@@ -214,7 +221,7 @@ class MixState:
         prefill = self.prompts[j].latency_s - self.overhead_s
         base = self.rate * (steps * self.decode_s + prefill)
         took = (self.fits[j] - 1) / self.rate if self.fits else 0.0
-        c, theta = mg1_tail(self.rate, self.packed)
+        c, theta = self._tail
         if c <= 0 or not math.isfinite(theta) or theta <= 0:
             return [(1.0, base)]
         out = [(1.0 - c, base)]
