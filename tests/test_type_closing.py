@@ -9,6 +9,7 @@ from ortools.sat.python import cp_model
 from planner.optimize import type_closing
 from planner.optimize.built import Built, Floor
 from planner.optimize.floors import alone_model
+from planner.optimize.type_floors import mix_types
 from tests.test_consolidate import built  # noqa: F401  (the eight-service fleet, a fixture)
 
 
@@ -19,12 +20,11 @@ def _floors(b: Built) -> dict[str, Floor]:
 def _total(b: Built, floors: dict[str, Floor], counts: dict[str, tuple[int, ...]]) -> int:
     """The services' GPUs at share prices (and rents), and a charge per owned type they use."""
     gpus = sum(type_closing._cost(floors[n], c) for n, c in counts.items())
-    types = set().union(*(type_closing._types(b, floors[n], c) for n, c in counts.items()))
-    return gpus + b.gpu_type_charge_usd * len(types)
+    return gpus + b.gpu_type_charge_usd * len(_types(b, floors, counts))
 
 
 def _types(b: Built, floors: dict[str, Floor], counts: dict[str, tuple[int, ...]]) -> set[str]:
-    return set().union(*(type_closing._types(b, floors[n], c) for n, c in counts.items()))
+    return set().union(*(mix_types(b, floors[n], c) for n, c in counts.items()))
 
 
 def test_closing_never_costs_more_nor_opens_a_type(built: Built) -> None:  # noqa: F811

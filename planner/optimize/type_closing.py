@@ -15,11 +15,9 @@ the closing cuts' own solves), so the choice is deterministic; it orders the sea
 
 from __future__ import annotations
 
-import math
-
 from planner.optimize.built import Built, Floor, upper
 from planner.optimize.floors import service_floor
-from planner.optimize.type_floors import CLOSED_DET_S, owned_type
+from planner.optimize.type_floors import CLOSED_DET_S, mix_types, owned_type
 
 MAX_SOLVES = 600  # services solved off some closed types, in all: bounds the work on a fleet of hundreds
 
@@ -31,20 +29,21 @@ def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:
     counts = {name: f.found[1] for name, f in floors.items() if f.found is not None}
     closed: set[str] = set()
     moves = _Moves(b, floors)
-    while len(open_ := set().union(*(_types(b, floors[n], c) for n, c in counts.items()))) > 1:
-        best: tuple[float, str, dict[str, Counts]] | None = None
+    while len(open_ := set().union(*(mix_types(b, floors[n], c) for n, c in counts.items()))) > 1:
+        best: tuple[int, str, dict[str, Counts]] | None = None
         for gpu in sorted(open_):
-            users = [n for n, c in counts.items() if gpu in _types(b, floors[n], c)]
-            moved: dict[str, Counts | None] = {}
+            users = [n for n, c in counts.items() if gpu in mix_types(b, floors[n], c)]
+            moved: dict[str, Counts] = {}
             for name in users:
                 if moves.solves >= MAX_SOLVES:
                     return counts
-                moved[name] = moves.off(name, closed | {gpu})
-            loss = math.inf
-            if all(c is not None for c in moved.values()):
-                loss = sum(_cost(floors[n], c) - _cost(floors[n], counts[n]) for n, c in moved.items() if c is not None)
+                if (found := moves.off(name, closed | {gpu})) is not None:
+                    moved[name] = found
+            if len(moved) < len(users):
+                continue  # some service has no mix without it: the type stays
+            loss = sum(_cost(floors[n], c) - _cost(floors[n], counts[n]) for n, c in moved.items())
             if best is None or loss < best[0]:
-                best = (loss, gpu, {n: c for n, c in moved.items() if c is not None})
+                best = (loss, gpu, moved)
         if best is None or best[0] >= b.gpu_type_charge_usd:
             break
         closed.add(best[1])
@@ -75,6 +74,3 @@ class _Moves:
 def _cost(f: Floor, counts: Counts) -> int:
     return sum(c * n for c, n in zip(f.costs, counts, strict=True))
 
-
-def _types(b: Built, f: Floor, counts: Counts) -> set[str]:
-    return {o.pool.gpu for (o, _), n in zip(f.reps, counts, strict=True) if n and owned_type(b, o)}

@@ -72,7 +72,12 @@ def _job_type_cuts(b: Built) -> None:
 def _types_used(b: Built, f: Floor) -> list[str]:
     """The owned GPU types of the service's floor mix (closing another one leaves the floor)."""
     assert f.found is not None
-    return sorted({o.pool.gpu for (o, _), n in zip(f.reps, f.found[1], strict=True) if n and owned_type(b, o)})
+    return sorted(mix_types(b, f, f.found[1]))
+
+
+def mix_types(b: Built, f: Floor, counts: tuple[int, ...]) -> set[str]:
+    """The owned GPU types a mix of the service's replica kinds uses."""
+    return {o.pool.gpu for (o, _), n in zip(f.reps, counts, strict=True) if n and owned_type(b, o)}
 
 
 def owned_type(b: Built, o: InferenceOption | TrainingOption) -> bool:
