@@ -64,6 +64,19 @@ class Floor:
         )
 
 
+Counts = tuple[int, ...]  # a service's replicas per kind (its ``Floor.reps`` order)
+
+
+@dataclass(frozen=True)
+class TypeSet:
+    """The GPU types of the services' and types' joint floor (``optimize.type_set_floor``), the
+    floor, and each service's best mix on those types."""
+
+    floor_usd: int
+    types: frozenset[str]
+    mixes: dict[str, Counts]
+
+
 @dataclass
 class Built:
     model: cp_model.CpModel
@@ -97,6 +110,7 @@ class Built:
     gpu_type_used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # owned: some server of it
     gpu_type_charge_usd: int = 0  # what each owned type costs over the horizon (its flag's TCO term)
     gpu_vendor: dict[str, str] = field(default_factory=dict)  # each owned GPU type's vendor
+    type_set: TypeSet | None = None  # the types of the services' joint floor, when solved
     simplicity_tolerance: float = 0.0  # share of the least TCO the tie-breaks may pay for fewer types
     capex: Expr = 0
     it_power_w: Expr = 0  # the peak: every pool at its most servers

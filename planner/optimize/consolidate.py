@@ -47,19 +47,49 @@ class Mix:
     rent_usd: int
 
 
-def start_model(b: Built) -> cp_model.CpModel | None:
+def start_model(b: Built) -> list[cp_model.CpModel] | None:
     """The model with each floored service's replicas fixed to its mix on the chosen pools, or
     None when there are too few services (or several periods: floors are for one)."""
     floors = {name: f for name, f in sorted(b.floors.items()) if f.found is not None}
     if b.periods != 1 or len(floors) < MIN_SERVICES:
         return None
-    mixes = {name: _mix(floors[name], counts) for name, counts in close_types(b, floors).items()}
+    counts = b.type_set.mixes if b.type_set is not None else {}
+    if set(counts) != set(floors):  # the joint floor was not solved for every service
+        counts = close_types(b, floors)
+    mixes = {name: _mix(floors[name], c) for name, c in counts.items()}
     mixes = _refill(b, floors, _consolidate(b, floors, mixes))
-    start = b.model.clone()
+    fixed, chosen = b.model.clone(), b.model.clone()
+    for name, choices in _alternatives(b, floors, mixes).items():
+        rs = [r.index for _, r in floors[name].reps]
+        for i, count in zip(rs, choices[0], strict=True):
+            fixed.add(fixed.get_int_var_from_proto_index(i) == count)
+        chosen.add_allowed_assignments([chosen.get_int_var_from_proto_index(i) for i in rs], [list(c) for c in choices])
+    return [fixed, chosen]
+
+
+SHIFT_DET_S = 0.2  # each service's solve off one pool
+MAX_SHIFTS = 300  # such solves in all: bounds the work on a fleet of hundreds
+
+
+def _alternatives(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[str, list[tuple[int, ...]]]:
+    """Each service's mix first, then its best mix off each pool it uses (on the pools in use):
+    the start's solve picks one per service, so it can empty a server the mixes part-fill."""
+    open_ = set(_used(mixes))
+    out: dict[str, list[tuple[int, ...]]] = {}
+    solves = 0
     for name, mix in mixes.items():
-        for (_, r), count in zip(floors[name].reps, mix.counts, strict=True):
-            start.add(start.get_int_var_from_proto_index(r.index) == count)
-    return start
+        f = floors[name]
+        got = [mix.counts]
+        for key in sorted(mix.gpus, key=lambda k: k.label()):
+            keep = _kinds_on(f, open_ - {key})
+            if not keep or solves >= MAX_SHIFTS:
+                continue
+            solves += 1
+            found = solve_alone(f.only(keep), name, SHIFT_DET_S)
+            if found is not None:
+                got.append(_spread(len(f.reps), keep, found[1]))
+        out[name] = list(dict.fromkeys(got))
+    return out
 
 
 def _mix(f: Floor, counts: tuple[int, ...]) -> Mix:

@@ -32,6 +32,7 @@ from planner.optimize.jobs import job_items, training
 from planner.optimize.serving import serving
 from planner.optimize.time_sharing import Item, ancestors, share, share_by_year
 from planner.optimize.type_floors import add_closing_cuts
+from planner.optimize.type_set_floor import add_type_set_floor
 from planner.options.types import WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import InferenceService, Problem
@@ -74,6 +75,7 @@ def build(
     if b.periods == 1:  # the floors price a replica for the whole horizon
         service_floors(b, problem, catalog, rates, relax)
         add_closing_cuts(b)
+        add_type_set_floor(b)
         add_job_floor(b, problem, catalog, workloads, rates)
     if into is None:
         b.model.minimize(b.tco)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,7 +39,10 @@ FIRST_PHASE = 5.0
 SMALL_MODEL_VARIABLES = 5000
 SMALL_MODEL_PRESOLVE_PASSES = 1
 DEFAULT_DETERMINISTIC_LIMIT = 60.0
-START_PHASE = 10.0  # a fixed start's solve (consolidate): measured 0.7 det. s on bench_large seed 7
+# each start's solve (consolidate): the fixed start takes 0.8-2 det. s on bench_large, the start
+# choosing among mixes proves its optimum in 2.6-4.5 det. s (seeds 11, 7) and seed 13 improves to
+# 25 det. s (23.58 -> 23.36M): the whole search after it gained less in the same time
+START_PHASE = 25.0
 # CP-SAT's cut effort: 0 adds its base cuts only. Measured (benchmarks/README.md): the LP
 # re-solves faster, the search explores more and proves more: startup's solve 0.68 -> 0.40 s,
 # bench_large's gaps at 60 det. s 9.6 / 9.4 / 11.0% -> 6.2 / 6.0 / 6.0% (seeds 7 / 11 / 13; the floor
@@ -86,15 +89,16 @@ def solve(
     time_limit_s: float | None = None,
     workers: int = WORKERS,
     lb_tree_search: bool = False,
-    start_from: cp_model.CpModel | None = None,
+    start_from: cp_model.CpModel | Sequence[cp_model.CpModel] | None = None,
     start_values: Mapping[str, int] | None = None,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
     where the default search took up to 30 s; on scheduling models it is far slower.
 
-    ``start_from``: the model with some variables fixed (``optimize.consolidate``); its plan, when
-    found within ``START_PHASE``, is a complete hint for the search (the limit covers both).
+    ``start_from``: models with some variables fixed or restricted (``optimize.consolidate``),
+    solved in turn, each from the plan before it; the last plan found, each within
+    ``START_PHASE``, is a complete hint for the search (the limit covers them all).
 
     ``start_values``: a solved model's values by variable name (a what-if grid's base plan): when
     they name every variable of this model, they are its hint and ``start_from`` is not solved.
@@ -107,11 +111,18 @@ def solve(
     try:
         if start_values is not None and _hint_by_name(model, start_values):
             start_from = None
-        if start_from is not None:
-            pre = _run(start_from, min(limit, START_PHASE), workers)
+        found: Solved | None = None
+        starts = [start_from] if isinstance(start_from, cp_model.CpModel) else list(start_from or [])
+        for i, first in enumerate(starts):
+            # a later start is searched from the plan before it, by the portfolio (LNS)
+            if found is not None:
+                _hint_from(first, found.solver)
+            pre = _run(first, min(limit, START_PHASE), workers if i == 0 else PORTFOLIO_WORKERS)
             limit -= pre.deterministic_s
             if pre.status in ("optimal", "feasible"):
-                _hint_from(model, pre.solver)
+                found = pre
+        if found is not None:
+            _hint_from(model, found.solver)
         return _solve(model, limit, workers, lb_tree_search, start)
     finally:
         model.clear_hints()
