@@ -27,7 +27,7 @@ def _on(b: Built, types: frozenset[str]) -> int | None:
     return total
 
 
-def test_the_floor_is_the_least_over_every_type_set(built) -> None:  # type: ignore[no-untyped-def]
+def test_the_floor_is_the_least_over_every_type_set(built: Built) -> None:  # noqa: F811
     ts = built.type_set
     assert ts is not None
     owned = sorted(built.gpu_type_used)
@@ -46,7 +46,7 @@ def test_the_floor_is_the_least_over_every_type_set(built) -> None:  # type: ign
     assert any(c.name == "services:type_set_floor" for c in built.model.proto.constraints)
 
 
-def test_each_mix_on_the_type_set_uses_its_types_and_serves(built) -> None:  # type: ignore[no-untyped-def]
+def test_each_mix_on_the_type_set_uses_its_types_and_serves(built: Built) -> None:  # noqa: F811
     ts = built.type_set
     assert ts is not None
     assert set(ts.mixes) == set(built.floors)

@@ -130,7 +130,7 @@ def _master(b: Built, known: dict[str, _Known]) -> tuple[int | None, set[str] | 
     for options in b.train.values():
         # every job runs on one of its options: one of their types is bought unless one is rented
         if all(owned_type(b, o) for o, _ in options):
-            m.add_bool_or(sorted({flags[o.pool.gpu] for o, _ in options}, key=lambda f: f.index))
+            m.add_bool_or([flags[t] for t in sorted({o.pool.gpu for o, _ in options})])
     m.minimize(sum(total))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
