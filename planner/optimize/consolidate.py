@@ -12,11 +12,12 @@ services, moved to their best mix on the pools left, save the most servers, whil
 money; then one pass moves each service to its cheapest mix given the others' servers (GPUs left
 free in a part-filled server cost it nothing). Then the model with every such service's replicas
 fixed to its mix is solved (the jobs, network and racks stay free: a quick solve). From its plan,
-the model with each service's replicas restricted to a few choices (a table constraint: its mix,
-or its best mix off one of the pools it uses) is solved: the exact costs choose which services
-leave which part-filled servers. Its plan starts the search as a complete hint. On bench_large
-the search after it found no better plan for seed 11 in 50 deterministic seconds, and the
-choosing start took seed 13 from $23.97M (fixed) to $23.36M.
+the model with each service's replicas restricted to a few choices (a table constraint: its mix
+gathered, its mix with every pool of the types kept, and its best mix off each pool either uses)
+is solved: the exact costs choose which services leave which part-filled servers, and the jobs
+fill what is left. Its plan starts the search as a complete hint. On bench_large (seeds 7, 11)
+the search after the fixed start alone found $15.55M and $14.80M in 60 deterministic seconds;
+the choosing start finds $15.38M and $14.71M in 25.
 
 The start changes no bound and no optimum: a hint only orders the search. It is deterministic
 (each service's solve has a deterministic limit and one worker; ties go by pool label).
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner.bom import PoolKey
-from planner.optimize.built import Built, Expr, Floor, upper
+from planner.optimize.built import Built, Counts, Expr, Floor, upper
 from planner.optimize.floors import alone_model, solve_alone, solved_alone
 from planner.optimize.type_closing import close_types
 
@@ -55,7 +56,7 @@ class Mix:
 def start_model(b: Built) -> list[cp_model.CpModel] | None:
     """Two starts, solved in turn (``solve.solve``'s ``start_from``): the model with each floored
     service's replicas fixed to its mix on the chosen pools, then the model with each service's
-    replicas one of its choices (that mix, or its best off one of the pools its mix uses). None
+    replicas one of its choices (that mix, or another, ``_alternatives``). None
     when there are too few services (or several periods: floors are for one).
 
     Each service begins on the types of the services' joint floor (``optimize.type_set_floor``),
@@ -66,10 +67,13 @@ def start_model(b: Built) -> list[cp_model.CpModel] | None:
     counts = b.type_set.mixes if b.type_set is not None else {}
     if set(counts) != set(floors):  # the joint floor was not solved for every service
         counts = close_types(b, floors)
-    mixes = {name: _mix(floors[name], c) for name, c in counts.items()}
-    mixes = _refill(b, floors, _consolidate(b, floors, mixes))
+    on_types = {name: _mix(floors[name], c) for name, c in counts.items()}
+    gathered = _refill(b, floors, _consolidate(b, floors, on_types))
+    # every type's pools kept too: gathering drops a pool whose services cannot fill its servers
+    # alone, which choosing among mixes may fill (seed 7: $15.55M gathered only, $15.38M both)
+    kept = _refill(b, floors, on_types)
     fixed, chosen = b.model.clone(), b.model.clone()
-    for name, choices in _alternatives(b, floors, mixes).items():
+    for name, choices in _alternatives(b, floors, [gathered, kept]).items():
         rs = [r.index for _, r in floors[name].reps]
         for i, count in zip(rs, choices[0], strict=True):
             fixed.add(fixed.get_int_var_from_proto_index(i) == count)
@@ -78,28 +82,29 @@ def start_model(b: Built) -> list[cp_model.CpModel] | None:
 
 
 SHIFT_DET_S = 0.2  # each service's solve off one pool
-MAX_SHIFTS = 300  # such solves in all: bounds the work on a fleet of hundreds
+MAX_SHIFTS = 400  # such solves in all: bounds the work on a fleet of hundreds
 
 
-def _alternatives(b: Built, floors: dict[str, Floor], mixes: dict[str, Mix]) -> dict[str, list[tuple[int, ...]]]:
-    """Each service's mix first, then its best mix off each pool it uses (on the pools in use):
-    the start's solve picks one per service, so it can empty a server the mixes part-fill."""
-    open_ = set(_used(mixes))
-    out: dict[str, list[tuple[int, ...]]] = {}
+def _alternatives(b: Built, floors: dict[str, Floor], starts: list[dict[str, Mix]]) -> dict[str, list[Counts]]:
+    """Each service's mixes in the starts (the first start's first), and for each its best mix
+    off each pool it uses (on the pools that start uses): the start's solve picks one per
+    service, so it can empty a server the mixes part-fill."""
+    out: dict[str, list[Counts]] = {name: [] for name in starts[0]}
     solves = 0
-    for name, mix in mixes.items():
-        f = floors[name]
-        got = [mix.counts]
-        for key in sorted(mix.gpus, key=lambda k: k.label()):
-            keep = _kinds_on(f, open_ - {key})
-            if not keep or solves >= MAX_SHIFTS:
-                continue
-            solves += 1
-            found = solve_alone(f.only(keep), name, SHIFT_DET_S)
-            if found is not None:
-                got.append(_spread(len(f.reps), keep, found[1]))
-        out[name] = list(dict.fromkeys(got))
-    return out
+    for mixes in starts:
+        open_ = set(_used(mixes))
+        for name, mix in mixes.items():
+            f = floors[name]
+            out[name].append(mix.counts)
+            for key in sorted(mix.gpus, key=lambda k: k.label()):
+                keep = _kinds_on(f, open_ - {key})
+                if not keep or solves >= MAX_SHIFTS:
+                    continue
+                solves += 1
+                found = solve_alone(f.only(keep), name, SHIFT_DET_S)
+                if found is not None:
+                    out[name].append(_spread(len(f.reps), keep, found[1]))
+    return {name: list(dict.fromkeys(got)) for name, got in out.items()}
 
 
 def _mix(f: Floor, counts: tuple[int, ...]) -> Mix:
