@@ -2,9 +2,12 @@
 with each type's charge, as one cut.
 
 The closing cuts (``optimize.type_floors``) price each type's closing one service and one type at
-a time; the LP relaxation then buys slivers of types and pays each service's floor with every
-type open. On the benchmark fleet (``benchmarks/bench_large.py`` seed 11) the plan's five types
-cost its services $0.57M over their all-types floors, which the LP could not see.
+a time; the LP relaxation can still buy slivers of types that stand in for each other. On the
+benchmark fleet (``benchmarks/bench_large.py`` seed 7) the exact floor over type sets is $14.10M
+and the LP's services and charges less: the whole bound rose from $15.11M to $15.18M (seed 13:
+$22.86M to $22.93M; seed 11's LP was above its $13.01M already). A branch and bound over type
+sets found the same $14.10M in 225 s; this takes 17 s (8 rounds on seed 11, 13 s). Its type set
+is also where the consolidated start begins (``optimize.consolidate``).
 
 The least over type sets ``T`` of ``charge x |T| + sum over services of F_s(T)`` (``F_s(T)`` a
 service's least cost on ``T`` alone) is found as Benders would: a small master over the type
