@@ -113,11 +113,11 @@ def solve(
             start_from = None
         found: Solved | None = None
         starts = [start_from] if isinstance(start_from, cp_model.CpModel) else list(start_from or [])
-        for i, first in enumerate(starts):
+        for i, each in enumerate(starts):
             # a later start is searched from the plan before it, by the portfolio (LNS)
             if found is not None:
-                _hint_from(first, found.solver)
-            pre = _run(first, min(limit, START_PHASE), workers if i == 0 else PORTFOLIO_WORKERS)
+                _hint_from(each, found.solver)
+            pre = _run(each, min(limit, START_PHASE), workers if i == 0 else PORTFOLIO_WORKERS)
             limit -= pre.deterministic_s
             if pre.status in ("optimal", "feasible"):
                 found = pre

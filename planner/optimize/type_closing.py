@@ -15,13 +15,12 @@ the closing cuts' own solves), so the choice is deterministic; it orders the sea
 
 from __future__ import annotations
 
-from planner.optimize.built import Built, Floor, upper
+from planner.optimize.built import Built, Counts, Floor, upper
 from planner.optimize.floors import service_floor
 from planner.optimize.type_floors import CLOSED_DET_S, mix_types, owned_type
 
 MAX_SOLVES = 600  # services solved off some closed types, in all: bounds the work on a fleet of hundreds
 
-Counts = tuple[int, ...]
 
 
 def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:

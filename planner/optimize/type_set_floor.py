@@ -58,25 +58,22 @@ def add_type_set_floor(b: Built) -> None:
     if not MIN_SERVICES <= len(floors) <= MAX_SERVICES or not b.gpu_type_used:
         return
     known = {n: _Known(f.found[0]) for n, f in floors.items()}  # type: ignore[index]
-    solves, bound, types = 0, None, None
-    for _ in range(MAX_ROUNDS):
-        bound, types = _master(b, known)
-        if types is None:
-            return
+    solves = 0
+    bound, types = _master(b, known)
+    for _ in range(MAX_ROUNDS):  # the master again after each round that proved more
+        if types is None or solves >= MAX_SOLVES:
+            break
         grew = False
         for name, f in floors.items():
             if solves < MAX_SOLVES:
                 added, used, _ = _learn(b, f, name, known[name], types)
                 grew |= added
                 solves += used
-        if not grew or solves >= MAX_SOLVES:
+        if not grew:
             break
+        bound, types = _master(b, known)
     if types is None or bound is None:
         return
-    if grew:  # stopped short: the master on all that is proven
-        bound, types = _master(b, known)
-        if types is None or bound is None:
-            return
     costs = [sum(c * r for c, (_, r) in zip(f.costs, f.reps, strict=True)) for f in floors.values()]
     flags = [b.gpu_type_used[t] for t in sorted(b.gpu_type_used)]
     b.model.add(sum(costs) + b.gpu_type_charge_usd * sum(flags) >= bound).with_name("services:type_set_floor")
