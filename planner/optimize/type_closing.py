@@ -22,7 +22,6 @@ from planner.optimize.type_floors import CLOSED_DET_S, mix_types, owned_type
 MAX_SOLVES = 600  # services solved off some closed types, in all: bounds the work on a fleet of hundreds
 
 
-
 def close_types(b: Built, floors: dict[str, Floor]) -> dict[str, Counts]:
     """Each floored service's replica counts on the types kept (its floor mix when it loses none)."""
     counts = {name: f.found[1] for name, f in floors.items() if f.found is not None}
