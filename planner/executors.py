@@ -90,19 +90,20 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(jobs)),
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_worker_signals,
-    )
-    # The workers fork at the first submit, holding the jobs already: each is sent as its index,
-    # not pickled (a simulation's replicas share 1.2 MB of requests; the parent pickled them
-    # before any worker could start, and each worker unpickled them again)
+    context = multiprocessing.get_context("fork")
+    count = min(workers, len(jobs))
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_worker_signals)
+    # The workers fork at the first submit, holding the jobs already: no job is pickled (a
+    # simulation's replicas share 1.2 MB of requests; the parent pickled them before any worker
+    # could start, and each worker unpickled them again). Each worker takes the next job itself
+    # (a shared counter) and sends its results once, at the end: the parent, busy meanwhile (its
+    # own imports hold the interpreter's lock), need not hand out jobs nor read results on time
+    # (startup's options: workers waited 0.2 s between jobs while the parent imported OR-Tools).
     token = next(_MAPS)
-    _INHERITED[token] = (fn, jobs)
+    _INHERITED[token] = (fn, jobs, context.Value("q", 0))
     try:
-        futures = [pool.submit(_inherited, (token, i)) for i in range(len(jobs))]
-        yield lambda: [_result(f) for f in futures]
+        futures = [pool.submit(_inherited, token) for _ in range(count)]
+        yield lambda: _in_order(len(jobs), [_result(f) for f in futures])
     except BaseException:  # Ctrl-C, the deadline, a failed job: no worker goes on
         _stop(pool)
         raise
@@ -111,16 +112,32 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
     pool.shutdown()
 
 
-# started_map's jobs by map, for its forked workers to read (their copy of the parent's memory)
-_INHERITED: dict[int, tuple[Callable[[Any], Any], Sequence[Any]]] = {}
+# started_map's jobs by map, for its forked workers to read (their copy of the parent's memory),
+# with the index of the next job no worker has taken (shared)
+_INHERITED: dict[int, tuple[Callable[[Any], Any], Sequence[Any], Any]] = {}
 _MAPS = itertools.count()
 
 
-def _inherited(key: tuple[int, int]) -> Any:
-    """In a forked worker: job ``i`` of map ``token``, as the parent held it when it forked."""
-    token, i = key
-    fn, jobs = _INHERITED[token]
-    return fn(jobs[i])
+def _inherited(token: int) -> list[tuple[int, Any]]:
+    """In a forked worker: the jobs of map ``token``, as the parent held them when it forked,
+    each taken when this worker is free, as (index, result)."""
+    fn, jobs, taken = _INHERITED[token]
+    done: list[tuple[int, Any]] = []
+    while True:
+        with taken.get_lock():
+            i = taken.value
+            taken.value = i + 1
+        if i >= len(jobs):
+            return done
+        done.append((i, fn(jobs[i])))
+
+
+def _in_order(count: int, parts: list[list[tuple[int, Any]]]) -> list[Any]:
+    results: list[Any] = [None] * count
+    for part in parts:
+        for i, result in part:
+            results[i] = result
+    return results
 
 
 @contextlib.contextmanager
