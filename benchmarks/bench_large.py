@@ -81,6 +81,7 @@ def main() -> None:
     ap.add_argument("--log", action="store_true", help="print the CP-SAT log of one extra solve")
     ap.add_argument("--sweep", action="store_true", help="compare solver settings on the built model")
     ap.add_argument("--save", help="also write the generated problem here")
+    ap.add_argument("--fill", action="store_true", help="how full each pool of the plan is: services, jobs, idle")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
 
@@ -164,6 +165,8 @@ def main() -> None:
     if plan.servers:
         kinds = Counter(f"{r.gpu}" for r in plan.servers for _ in range(r.count))
         print("servers bought: " + ", ".join(f"{n} x {g}" for g, n in kinds.most_common()))
+    if args.fill:
+        _print_fill(plan)
 
     if args.log or args.sweep:
         from ortools.sat.python import cp_model
@@ -212,6 +215,28 @@ def main() -> None:
                 )
         finally:
             cp_model.CpSolver.solve = original  # type: ignore[method-assign]
+
+
+def _print_fill(plan) -> None:  # type: ignore[no-untyped-def]
+    """Per pool of the plan: GPUs bought, held by services' replicas, and the jobs' most at once
+    (their GPUs and hot spares over their days); what is left idle is whole-server rounding the bound may not see."""
+    print("\npool fill (GPUs): bought, services, jobs at most at once, idle")
+    pools: dict[tuple[str, str, str], int] = Counter()
+    for r in plan.servers:
+        pools[(r.server, r.gpu, r.fabric)] += r.count * r.gpus_per_server
+    for key, bought in sorted(pools.items()):
+        services = sum(
+            rep.gpus_per_replica * rep.count
+            for svc in plan.inference
+            for rep in svc.replicas
+            if not rep.rented and (rep.server, rep.gpu, rep.fabric) == key
+        )
+        jobs = [t for t in plan.training if not t.rented and (t.server, t.gpu, t.fabric) == key]
+        days = sorted({t.start_day for t in jobs})
+        held = [sum(t.gpus + t.hot_spare_gpus for t in jobs if t.start_day <= d < t.end_day) for d in days]
+        peak = max(held, default=0)
+        label = "/".join(key)
+        print(f"  {label:45s} {bought:5d} {services:5d} {peak:5d} {bought - services - peak:5d}  ({len(jobs)} jobs)")
 
 
 if __name__ == "__main__":

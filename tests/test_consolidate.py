@@ -117,3 +117,28 @@ def test_a_start_that_cannot_be_completed_leaves_the_search_as_it_was(built) -> 
     assert tried.status == plain.status == "optimal"
     assert tried.objective == plain.objective
     assert isinstance(start, cp_model.CpModel)
+
+
+def test_the_choosing_start_picks_one_of_each_services_choices(built) -> None:  # type: ignore[no-untyped-def]
+    from planner.optimize.solve import _run
+
+    floors = {n: f for n, f in sorted(built.floors.items()) if f.found is not None}
+    counts = built.type_set.mixes if built.type_set is not None else {}
+    if set(counts) != set(floors):
+        counts = consolidate.close_types(built, floors)
+    on_types = {n: consolidate._mix(floors[n], c) for n, c in counts.items()}
+    gathered = consolidate._refill(built, floors, consolidate._consolidate(built, floors, on_types))
+    kept = consolidate._refill(built, floors, on_types)
+    choices = consolidate._alternatives(built, floors, [gathered, kept])
+    starts = consolidate.start_model(built)
+    assert starts is not None
+    fixed_model, choosing_model = starts
+    fixed = _run(fixed_model, 30.0, 1)
+    assert fixed.status == "optimal"
+    chosen = _run(choosing_model, 30.0, 1)
+    assert chosen.status == "optimal"
+    values = chosen.solver.response_proto.solution
+    for name, f in floors.items():
+        got = tuple(values[r.index] for _, r in f.reps)
+        assert got in choices[name], name
+    assert chosen.objective <= fixed.objective  # the fixed start's mixes are the first choices
