@@ -220,11 +220,11 @@ def main() -> None:
 def _print_fill(plan) -> None:  # type: ignore[no-untyped-def]
     """Per pool of the plan: GPUs bought, held by services' replicas, and the jobs' most at once
     (their GPUs and hot spares over their days); what is left idle is whole-server rounding the bound may not see."""
+    from planner.report.gantt import bought_gpus, peak_gpus
+
     print("\npool fill (GPUs): bought, services, jobs at most at once, idle")
-    pools: dict[tuple[str, str, str], int] = Counter()
-    for r in plan.servers:
-        pools[(r.server, r.gpu, r.fabric)] += r.count * r.gpus_per_server
-    for key, bought in sorted(pools.items()):
+    for key in sorted({(r.server, r.gpu, r.fabric) for r in plan.servers}):
+        bought = bought_gpus(plan, key)
         services = sum(
             rep.gpus_per_replica * rep.count
             for svc in plan.inference
@@ -232,12 +232,9 @@ def _print_fill(plan) -> None:  # type: ignore[no-untyped-def]
             if not rep.rented and (rep.server, rep.gpu, rep.fabric) == key
         )
         jobs = [t for t in plan.training if not t.rented and (t.server, t.gpu, t.fabric) == key]
-        days = sorted({t.start_day for t in jobs})
-        held = [sum(t.gpus + t.hot_spare_gpus for t in jobs if t.start_day <= d < t.end_day) for d in days]
-        peak = max(held, default=0)
+        peak = peak_gpus(jobs)
         label = "/".join(key)
         print(f"  {label:45s} {bought:5d} {services:5d} {peak:5d} {bought - services - peak:5d}  ({len(jobs)} jobs)")
-
 
 if __name__ == "__main__":
     main()

@@ -122,14 +122,9 @@ def test_a_start_that_cannot_be_completed_leaves_the_search_as_it_was(built) -> 
 def test_the_choosing_start_picks_one_of_each_services_choices(built) -> None:  # type: ignore[no-untyped-def]
     from planner.optimize.solve import _run
 
-    floors = {n: f for n, f in sorted(built.floors.items()) if f.found is not None}
-    counts = built.type_set.mixes if built.type_set is not None else {}
-    if set(counts) != set(floors):
-        counts = consolidate.close_types(built, floors)
-    on_types = {n: consolidate._mix(floors[n], c) for n, c in counts.items()}
-    gathered = consolidate._refill(built, floors, consolidate._consolidate(built, floors, on_types))
-    kept = consolidate._refill(built, floors, on_types)
-    choices = consolidate._alternatives(built, floors, [gathered, kept])
+    found = consolidate.service_choices(built)
+    assert found is not None
+    floors, choices = found
     starts = consolidate.start_model(built)
     assert starts is not None
     fixed_model, choosing_model = starts

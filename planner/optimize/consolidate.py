@@ -56,8 +56,25 @@ class Mix:
 def start_model(b: Built) -> list[cp_model.CpModel] | None:
     """Two starts, solved in turn (``solve.solve``'s ``start_from``): the model with each floored
     service's replicas fixed to its mix on the chosen pools, then the model with each service's
-    replicas one of its choices (that mix, or another, ``_alternatives``). None
-    when there are too few services (or several periods: floors are for one).
+    replicas one of its choices (``service_choices``). None when there are too few services (or
+    several periods: floors are for one)."""
+    found = service_choices(b)
+    if found is None:
+        return None
+    floors, by_service = found
+    fixed, chosen = b.model.clone(), b.model.clone()
+    for name, choices in by_service.items():
+        rs = [r.index for _, r in floors[name].reps]
+        for i, count in zip(rs, choices[0], strict=True):
+            fixed.add(fixed.get_int_var_from_proto_index(i) == count)
+        chosen.add_allowed_assignments([chosen.get_int_var_from_proto_index(i) for i in rs], [list(c) for c in choices])
+    return [fixed, chosen]
+
+
+def service_choices(b: Built) -> tuple[dict[str, Floor], dict[str, list[Counts]]] | None:
+    """The floored services, and each one's replica counts to choose among: its mix gathered on
+    few pools first (the fixed start's), then the others (``_alternatives``). None as for
+    ``start_model``.
 
     Each service begins on the types of the services' joint floor (``optimize.type_set_floor``),
     or, when that was not solved, on those the greedy type closing keeps."""
@@ -72,13 +89,7 @@ def start_model(b: Built) -> list[cp_model.CpModel] | None:
     # every type's pools kept too: gathering drops a pool whose services cannot fill its servers
     # alone, which choosing among mixes may fill (seed 7: $15.55M gathered only, $15.38M both)
     kept = _refill(b, floors, on_types)
-    fixed, chosen = b.model.clone(), b.model.clone()
-    for name, choices in _alternatives(b, floors, [gathered, kept]).items():
-        rs = [r.index for _, r in floors[name].reps]
-        for i, count in zip(rs, choices[0], strict=True):
-            fixed.add(fixed.get_int_var_from_proto_index(i) == count)
-        chosen.add_allowed_assignments([chosen.get_int_var_from_proto_index(i) for i in rs], [list(c) for c in choices])
-    return [fixed, chosen]
+    return floors, _alternatives(b, floors, [gathered, kept])
 
 
 SHIFT_DET_S = 0.2  # each service's solve off one pool

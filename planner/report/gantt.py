@@ -75,7 +75,7 @@ def pools(plan: Plan) -> dict[PoolKey, list[TrainingRow]]:
     return {k: sorted(groups[k], key=lambda t: (t.start_day, t.name)) for k in order}
 
 
-def _peak_gpus(jobs: list[TrainingRow]) -> int:
+def peak_gpus(jobs: list[TrainingRow]) -> int:
     """The most GPUs the jobs hold at once, hot spares included (the busiest moment is when some job starts)."""
     return max(
         (sum(j.held_gpus for j in jobs if j.start_day <= t < j.end_day - 1e-9) for t in (j.start_day for j in jobs)),
@@ -101,7 +101,7 @@ def _days(x: float) -> str:
     return f"{x:g} day" if x == 1 else f"{x:.3g} days"
 
 
-def _bought(plan: Plan, key: PoolKey) -> int:
+def bought_gpus(plan: Plan, key: PoolKey) -> int:
     return sum(r.count * r.gpus_per_server for r in plan.servers if (r.server, r.gpu, r.fabric) == key)
 
 
@@ -109,12 +109,12 @@ def _pool_title(plan: Plan, key: PoolKey, jobs: list[TrainingRow], held: dict[Po
     server, gpu, fabric = key
     if fabric == "rented":
         return f"{gpu} rented from a cloud (no GPUs shared between jobs)"
-    bought = _bought(plan, key)
+    bought = bought_gpus(plan, key)
     services = f", services hold {held[key]} all along" if held.get(key) else ""
     spares = " (hot spares included)" if any(j.hot_spare_gpus for j in jobs) else ""
     return (
         f"{gpu} pool on {server} / {fabric}: {bought} GPUs bought{services}; "
-        f"jobs use at most {_peak_gpus(jobs)} at once{spares}"
+        f"jobs use at most {peak_gpus(jobs)} at once{spares}"
     )
 
 
@@ -202,7 +202,7 @@ def gantt_png(plan: Plan) -> bytes:
         if fabric == "rented":
             title = f"{gpu} rented from a cloud"
         else:
-            title = f"{gpu} pool ({server} / {fabric}, {_bought(plan, key)} GPUs)"
+            title = f"{gpu} pool ({server} / {fabric}, {bought_gpus(plan, key)} GPUs)"
         axes.text(ax.span_days * 0.005, y, chart_text(title), va="center", ha="left", fontsize=8, style="italic")
         y += 1
         for t in jobs:
