@@ -223,3 +223,37 @@ def test_solve_writes_gantt_png(startup_run):
     png = charts / "gantt.png"
     assert png.exists() and png.stat().st_size > 0
     assert png.read_bytes().startswith(PNG)
+
+
+def test_a_service_on_a_jobs_fabric_pool_shows_as_holding_its_gpus():
+    from planner.schema.plan import InferenceRow, ReplicaRow
+
+    job = _job("train", "H100", 8, 0.0, 30.0, 40.0, server="srv-h100").model_copy(update={"fabric": "ib-ndr"})
+    plan = _plan([job])
+    plan.servers[0] = plan.servers[0].model_copy(update={"fabric": "ib-ndr", "count": 2})
+
+    def replicas(fabric: str) -> ReplicaRow:
+        return ReplicaRow(
+            gpu="H100",
+            server="srv-h100",
+            gpus_per_replica=4,
+            precision="fp8",
+            count=2,
+            rps_per_replica=1.0,
+            ttft_ms=1.0,
+            tpot_ms=1.0,
+            batch=1,
+            fabric=fabric,
+        )
+
+    def served(fabric: str) -> Plan:
+        svc = InferenceRow(
+            name="chat", model="m", required_rps=1.0, capacity_rps=2.0, spare_replicas=0, replicas=[replicas(fabric)]
+        )
+        return plan.model_copy(update={"inference": [svc]})
+
+    title = next(line for line in gantt_lines(served("ib-ndr"), width=40) if "pool on" in line)
+    assert "16 GPUs bought, services hold 8 all along" in title
+    # the same replicas on the single-server pool of that chassis hold none of the job's pool
+    elsewhere = next(line for line in gantt_lines(served("none"), width=40) if "pool on" in line)
+    assert "services hold" not in elsewhere

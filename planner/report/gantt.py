@@ -93,7 +93,7 @@ def _held_by_services(plan: Plan) -> dict[PoolKey, int]:
     for svc in plan.inference:
         for rep in svc.replicas:
             if not rep.rented:
-                held[(rep.server, rep.gpu, "none")] += rep.count * rep.gpus_per_replica
+                held[(rep.server, rep.gpu, rep.fabric)] += rep.count * rep.gpus_per_replica
     return held
 
 
