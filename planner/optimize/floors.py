@@ -113,13 +113,18 @@ def alone_model(f: Floor, name: str, uppers: list[int] | None = None) -> tuple[c
 
 
 def solved_alone(
-    alone: cp_model.CpModel, rs: list[cp_model.IntVar], limit_s: float
+    alone: cp_model.CpModel, rs: list[cp_model.IntVar], limit_s: float, linearization_level: int = 2
 ) -> tuple[int, tuple[int, ...]] | None:
-    """One worker, a deterministic limit: the proven bound and the counts found, or None."""
+    """One worker, a deterministic limit: the proven bound and the counts found, or None.
+
+    ``linearization_level`` 2, as the whole model's: at level 1 the LP holds no disaggregated
+    pair's flows, and a service with prefill/decode kinds kept a bound of 0 after its 0.5 s
+    (bench_large seed 11: two services, $263k of floor; with level 2 both proven at once)."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = limit_s
     solver.parameters.cut_level = CUT_LEVEL  # as the whole model's: more services proven in the limit
+    solver.parameters.linearization_level = linearization_level
     status = solver.solve(alone)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
