@@ -31,7 +31,7 @@ from planner.optimize.job_floor import add_job_floor
 from planner.optimize.jobs import job_items, training
 from planner.optimize.serving import serving
 from planner.optimize.time_sharing import Item, ancestors, share, share_by_year
-from planner.optimize.type_floors import add_closing_cuts
+from planner.optimize.type_floors import MIN_SERVICES, add_closing_cuts
 from planner.optimize.type_set_floor import add_type_set_floor
 from planner.options.types import WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
@@ -77,6 +77,7 @@ def build(
         add_closing_cuts(b)
         add_type_set_floor(b)
         add_job_floor(b, problem, catalog, workloads, rates)
+        add_job_fabric_cuts(b)
     if into is None:
         b.model.minimize(b.tco)
     return b
@@ -259,6 +260,26 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         racks = m.new_int_var(0, math.ceil((upper(leaves) + upper(spines)) / fit), f"net_racks[{fid}]")
         m.add(racks * fit >= leaves + spines).with_name(f"racks_for[{fid}]")
         b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
+
+
+def add_job_fabric_cuts(b: Built) -> None:
+    """A job on a pool of a fabric cables at least one of its servers to a leaf of it: for each
+    job and fabric, its options there sum to at most the fabric's leaves. The LP relaxation
+    otherwise pays a sliver of a switch (16 NIC ports of a 64-port leaf: a quarter); the cut is
+    implied by the model (one option per job, whose GPUs are that pool's servers). Measured on
+    bench_large seed 11: bound +$33k at 60 det. s. Fleets only, as the closing cuts: on startup
+    the search took twice as long with it (0.211 -> 0.419 det. s)."""
+    if sum(f.found is not None for f in b.floors.values()) < MIN_SERVICES:
+        return
+    for name, xs in sorted(b.train.items()):
+        on: dict[str, list[cp_model.IntVar]] = {}
+        for o, x in xs:
+            pool = b.pools.get(o.pool)
+            cabled = pool is not None and pool.spec.nics_per_server >= 1 and o.pool.fabric in b.fabrics
+            if o.rent_usd_per_gpu_hour is None and cabled:
+                on.setdefault(o.pool.fabric, []).append(x)
+        for fid, chosen in sorted(on.items()):
+            b.model.add(sum(chosen) <= b.fabrics[fid].leaves).with_name(f"job:{name}:leaf:{fid}")
 
 
 def _rail_leaves(b: Built, fid: str, down: int, members: list[PoolVars]) -> list[cp_model.IntVar]:
