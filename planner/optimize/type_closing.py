@@ -71,4 +71,3 @@ class _Moves:
 
 def _cost(f: Floor, counts: Counts) -> int:
     return sum(c * n for c, n in zip(f.costs, counts, strict=True))
-
