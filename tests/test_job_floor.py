@@ -81,9 +81,7 @@ def test_the_floor_changes_no_optimum(catalog: Catalog, monkeypatch: pytest.Monk
     assert tcos[0] == tcos[1]
 
 
-def test_the_floor_is_asked_again_only_when_the_jobs_change(
-    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_floor_is_asked_again_only_when_the_jobs_change(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     solves: list[int] = []
     real = job_floor._solve
 
