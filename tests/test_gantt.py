@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.report.gantt import axis, gantt_lines, gantt_png, write_gantt_png
-from planner.schema.plan import Plan, ServerRow, TrainingRow
+from planner.schema.plan import InferenceRow, Plan, ReplicaRow, ServerRow, TrainingRow
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP = ROOT / "problems" / "startup.yaml"
@@ -226,8 +226,6 @@ def test_solve_writes_gantt_png(startup_run):
 
 
 def test_a_service_on_a_jobs_fabric_pool_shows_as_holding_its_gpus():
-    from planner.schema.plan import InferenceRow, ReplicaRow
-
     job = _job("train", "H100", 8, 0.0, 30.0, 40.0, server="srv-h100").model_copy(update={"fabric": "ib-ndr"})
     plan = _plan([job])
     plan.servers[0] = plan.servers[0].model_copy(update={"fabric": "ib-ndr", "count": 2})

@@ -19,7 +19,7 @@ def _optimum(name: str, cuts: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[in
     """(least TCO, its proven bound, the fabrics of the jobs' options that carry a cut)."""
     ctx = prepare(load_problem(PROBLEMS / name))
     with monkeypatch.context() as m:
-        m.setattr(model_module, "MIN_SERVICES", 0 if cuts else 10**6)
+        m.setattr(model_module, "a_fleet", lambda b: cuts)
         b = build(ctx.problem, ctx.catalog, ctx.workloads)
     with run_budget(60.0):
         solved = _solved(b, ctx.problem, 60.0, None, ties=False)
