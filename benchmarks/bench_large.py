@@ -13,6 +13,13 @@ Profiling aids:
             bounds, which subsolver closed the gap)
   --sweep   the same built model under a few solver settings, each with the
             same deterministic-time limit, to compare wall time and proof
+
+Variants of the problem and of the solve, to find where a gap is:
+  --services N --jobs N   generate a fleet of another size (seed as given)
+  --only-types A,B,...    exclude every other GPU type of the catalog
+  --no-jobs               drop the training jobs (services only)
+  --cut-level N           CP-SAT's cut effort for this run's solves (the planner's is
+                          ``solve.CUT_LEVEL``; the services' floors keep theirs)
 """
 
 from __future__ import annotations
@@ -68,6 +75,22 @@ def _sizes(model) -> dict[str, object]:  # type: ignore[no-untyped-def]
     }
 
 
+def _vary(data: dict[str, object], only_types: str | None, no_jobs: bool) -> None:
+    """``--only-types`` and ``--no-jobs`` applied to a problem's data."""
+    if only_types is not None:
+        from planner.catalog import load_catalog
+
+        keep = {t.strip() for t in only_types.split(",") if t.strip()}
+        known = set(load_catalog().gpus)
+        if keep - known:
+            raise SystemExit(f"--only-types: unknown GPU types {', '.join(sorted(keep - known))}")
+        catalog = data.setdefault("catalog", {})
+        assert isinstance(catalog, dict)
+        catalog["exclude"] = sorted(known - keep)
+    if no_jobs:
+        data["training"] = []
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=7)
@@ -82,6 +105,11 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="compare solver settings on the built model")
     ap.add_argument("--save", help="also write the generated problem here")
     ap.add_argument("--fill", action="store_true", help="how full each pool of the plan is: services, jobs, idle")
+    ap.add_argument("--services", type=int, default=40, help="services to generate")
+    ap.add_argument("--jobs", type=int, default=15, help="training jobs to generate")
+    ap.add_argument("--only-types", help="comma-separated GPU types: every other one is excluded")
+    ap.add_argument("--no-jobs", action="store_true", help="drop the training jobs")
+    ap.add_argument("--cut-level", type=int, help="CP-SAT cut_level of this run's solves")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
 
@@ -93,19 +121,28 @@ def main() -> None:
     from planner.pipeline import plan_context, prepare
 
     t_import = time.perf_counter() - t_start
-    if args.problem:
+    varied = args.only_types is not None or args.no_jobs
+    if args.problem and not varied:
         loaded = load_problem(args.problem)
         t_gen = 0.0
     else:
         from generate import generate
 
         t0 = time.perf_counter()
-        data = generate(args.seed)
+        if args.problem:
+            data = yaml.safe_load(Path(args.problem).read_text())
+        else:
+            data = generate(args.seed, args.services, args.jobs)
+        _vary(data, args.only_types, args.no_jobs)
         text = yaml.safe_dump(data, sort_keys=False, width=120)
         t_gen = time.perf_counter() - t0
         if args.save:
             Path(args.save).write_text(text)
-        loaded = loads_problem(text, f"large-s{args.seed}.yaml")
+        loaded = loads_problem(text, args.problem or f"large-s{args.seed}.yaml")
+    if args.cut_level is not None:
+        import planner.optimize.solve as solve_module
+
+        solve_module.CUT_LEVEL = args.cut_level
     p = loaded.problem
     print(
         f"problem {p.name}: {len(p.inference)} services, {len(p.training)} training jobs, "
@@ -235,6 +272,7 @@ def _print_fill(plan) -> None:  # type: ignore[no-untyped-def]
         peak = peak_gpus(jobs)
         label = "/".join(key)
         print(f"  {label:45s} {bought:5d} {services:5d} {peak:5d} {bought - services - peak:5d}  ({len(jobs)} jobs)")
+
 
 if __name__ == "__main__":
     main()

@@ -108,6 +108,7 @@ def _solved(
         lb_tree_search=routing_only,
         start_from=None if covered else start_model(built),
         start_values=start if covered else None,
+        escalate=built.later_cuts,
     )
     if ties and solved.status in ("optimal", "feasible") and not budget_spent():
         from planner.optimize.tiebreak import break_ties

@@ -3,6 +3,7 @@ service, and the quantities named limits bound (capex, power by year, racks, cap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -119,6 +120,11 @@ class Built:
     paid_racks: Expr = 0  # racks beyond the site's existing ones (what racks cost)
     facility_w_by_year: list[Expr] = field(default_factory=list)  # IT power x its PUE, in watts x PUE_SCALE
     tco: Expr = 0
+    # the fleet cuts (``optimize.model.add_fleet_cuts``) on fewer services than a fleet: set when
+    # they are added after all, to a small model its first solve phase did not prove
+    fleet_forced: bool = False
+    # adds those cuts to this model (True when it did); None once added, or when they do not apply
+    later_cuts: Callable[[], bool] | None = None
 
 
 def upper(var: cp_model.IntVar) -> int:

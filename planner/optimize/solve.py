@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -91,6 +91,7 @@ def solve(
     lb_tree_search: bool = False,
     start_from: cp_model.CpModel | Sequence[cp_model.CpModel] | None = None,
     start_values: Mapping[str, int] | None = None,
+    escalate: Callable[[], bool] | None = None,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
@@ -102,7 +103,10 @@ def solve(
 
     ``start_values``: a solved model's values by variable name (a what-if grid's base plan): when
     they name every variable of this model, they are its hint and ``start_from`` is not solved.
-    Measured on the startup grid's ten electricity prices: 15.0 s of solving -> 3.3 s."""
+    Measured on the startup grid's ten electricity prices: 15.0 s of solving -> 3.3 s.
+
+    ``escalate``: adds cuts to ``model`` (True when it did), called once when the first phase
+    ends unproven, before the search goes on from its plan (``Built.later_cuts``)."""
     problem = model.validate()
     if problem:
         raise PlannerError(f"internal error: the optimisation model is invalid: {problem}")
@@ -123,12 +127,19 @@ def solve(
                 found = pre
         if found is not None:
             _hint_from(model, found.solver)
-        return _solve(model, limit, workers, lb_tree_search, start)
+        return _solve(model, limit, workers, lb_tree_search, start, escalate)
     finally:
         model.clear_hints()
 
 
-def _solve(model: cp_model.CpModel, limit: float, workers: int, lb_tree_search: bool, start: float) -> Solved:
+def _solve(
+    model: cp_model.CpModel,
+    limit: float,
+    workers: int,
+    lb_tree_search: bool,
+    start: float,
+    escalate: Callable[[], bool] | None = None,
+) -> Solved:
     # No presolve probing on small models: it halves their solve (startup 0.49 -> 0.24 s);
     # large ones reach a better incumbent with it (measured on benchmarks/bench_large.py). One
     # presolve pass on small models: startup 0.261 -> 0.211 det. s, inference-tight-power 0.43 ->
@@ -146,8 +157,10 @@ def _solve(model: cp_model.CpModel, limit: float, workers: int, lb_tree_search: 
     if first.status in ("optimal", "infeasible") or rest <= 0.1 or workers > 1 or budget_spent():
         first.seconds = time.perf_counter() - start
         return first
+    if escalate is not None and not budget_spent():
+        escalate()  # its own solves are bounded apart, as a fleet's build's are
     if first.status == "feasible":
-        _hint_from(model, first.solver)
+        _hint_from(model, first.solver)  # the variables the cuts added are left to the search
     second = _run(model, rest, PORTFOLIO_WORKERS)
     best = second if _better(second, first) else first
     best.seconds = time.perf_counter() - start
@@ -169,10 +182,10 @@ def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
     or of one with the same variables first), set on the proto at once: as ``add_hint`` per
     variable would, in index order, in a tenth of the time."""
     model.clear_hints()
-    count = len(model.proto.variables)
+    values = list(solver.response_proto.solution)[: len(model.proto.variables)]
     hint = model.proto.solution_hint
-    hint.vars.extend(range(count))
-    hint.values.extend(list(solver.response_proto.solution)[:count])
+    hint.vars.extend(range(len(values)))
+    hint.values.extend(values)
 
 
 def covers(model: cp_model.CpModel, values: Mapping[str, int]) -> bool:
