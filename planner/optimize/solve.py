@@ -158,7 +158,10 @@ def _solve(
         first.seconds = time.perf_counter() - start
         return first
     if escalate is not None and not budget_spent():
-        escalate()  # its own solves are bounded apart, as a fleet's build's are
+        # its own solves have their own limits, as a fleet's build's have; the run's deadline may
+        # cut it short (each cut is valid alone: those added stay)
+        with contextlib.suppress(OutOfTime), cuttable():
+            escalate()
     if first.status == "feasible":
         _hint_from(model, first.solver)  # the variables the cuts added are left to the search
     second = _run(model, rest, PORTFOLIO_WORKERS)
