@@ -24,7 +24,7 @@ def solve_context(ctx: Context, time_limit_s: float | None, extra: Any = None) -
     built = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept)
     if extra is not None:
         extra(built)
-    solved = solve(built.model, time_limit_s, start_values=ctx.start)
+    solved = solve(built.model, time_limit_s, start_values=ctx.start, escalate=built.later_cuts)
     if solved.status not in ("optimal", "feasible"):
         return None, built
     return assemble_plan(ctx, built, solved), built

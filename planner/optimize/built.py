@@ -123,8 +123,8 @@ class Built:
     # the fleet cuts (``optimize.model.add_fleet_cuts``) on fewer services than a fleet: set when
     # they are added after all, to a small model its first solve phase did not prove
     fleet_forced: bool = False
-    # adds those cuts to this model (True when it did); None once added, or when they do not apply
-    later_cuts: Callable[[], bool] | None = None
+    # adds those cuts to this model; None once added, or when they do not apply (a fleet has them)
+    later_cuts: Callable[[], None] | None = None
 
 
 def upper(var: cp_model.IntVar) -> int:

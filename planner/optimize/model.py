@@ -96,18 +96,16 @@ def add_fleet_cuts(
 
 def _forced_fleet_cuts(
     b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates
-) -> bool:
-    """The fleet cuts on a model of fewer services, once (``Built.later_cuts``): whether any was added.
+) -> None:
+    """The fleet cuts on a model of fewer services, once (``Built.later_cuts``).
 
     Measured (benchmarks/README.md, stop 38): three of six generated problems of 2-4 services and
     1-2 jobs are not proven at 20 det. s; their gaps went 18.3 / 30.4 / 10.6% -> 8.6 / 12.2 / 4.4%
     on the same plans (most of it the type-set floor's). Startup, proven in 0.21 det. s, would take
     twice as long with them."""
     b.later_cuts = None
-    before = len(b.model.proto.constraints)
     b.fleet_forced = True
     add_fleet_cuts(b, problem, catalog, workloads, rates)
-    return len(b.model.proto.constraints) > before
 
 
 def _pools(

@@ -91,7 +91,7 @@ def solve(
     lb_tree_search: bool = False,
     start_from: cp_model.CpModel | Sequence[cp_model.CpModel] | None = None,
     start_values: Mapping[str, int] | None = None,
-    escalate: Callable[[], bool] | None = None,
+    escalate: Callable[[], None] | None = None,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
@@ -105,7 +105,7 @@ def solve(
     they name every variable of this model, they are its hint and ``start_from`` is not solved.
     Measured on the startup grid's ten electricity prices: 15.0 s of solving -> 3.3 s.
 
-    ``escalate``: adds cuts to ``model`` (True when it did), called once when the first phase
+    ``escalate``: adds cuts to ``model``, called once when the first phase
     ends unproven, before the search goes on from its plan (``Built.later_cuts``)."""
     problem = model.validate()
     if problem:
@@ -138,7 +138,7 @@ def _solve(
     workers: int,
     lb_tree_search: bool,
     start: float,
-    escalate: Callable[[], bool] | None = None,
+    escalate: Callable[[], None] | None = None,
 ) -> Solved:
     # No presolve probing on small models: it halves their solve (startup 0.49 -> 0.24 s);
     # large ones reach a better incumbent with it (measured on benchmarks/bench_large.py). One

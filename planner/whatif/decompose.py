@@ -121,7 +121,8 @@ def own_optimum(job: tuple[Work, int, bool]) -> Own:
             return Own(None, None, None, True)
         return Own(plan.tco_usd, freeze(servers_of(plan)), None, plan.status == "optimal")
     b = build(ctx.problem, ctx.catalog, ctx.workloads, kept=ctx.kept)
-    solved = solve(b.model, work.time_limit_s, start_values=ctx.start)  # the base plan's, when derived from it
+    # from the base plan's values, when derived from it; the fleet cuts as `planner solve` adds them
+    solved = solve(b.model, work.time_limit_s, start_values=ctx.start, escalate=b.later_cuts)
     if solved.status == "unknown":  # out of time is not "no purchase serves it"
         raise TimeLimitError()
     if solved.status not in ("optimal", "feasible"):
