@@ -1,4 +1,4 @@
-"""The jobs' fabric cuts (``model.add_job_fabric_cuts``): a job on a fabric's pool needs one of
+"""The jobs' fabric cuts (``fleet_cuts.add_job_fabric_cuts``): a job on a fabric's pool needs one of
 its leaves. The cut is implied by the model, so it may change no optimum: checked on two examples
 whose jobs run on fabrics, with the cut forced on (it is made for fleets of 8 services or more)."""
 

@@ -12,8 +12,7 @@ from planner.catalog import Catalog
 from planner.context import prepare
 from planner.finance import Rates
 from planner.io.problem_io import loads_problem
-from planner.optimize import job_floor
-from planner.optimize import model as model_module
+from planner.optimize import fleet_cuts, job_floor
 from planner.optimize.built import Built
 from planner.optimize.model import build
 from planner.optimize.solve import solve
@@ -44,7 +43,7 @@ def _built(catalog: Catalog, monkeypatch: pytest.MonkeyPatch, cut: bool, text: s
     ctx = prepare(loads_problem(text or _problem(catalog) + JOBS, "eight-and-jobs.yaml"))
     with monkeypatch.context() as m:
         if not cut:
-            m.setattr(model_module, "add_job_floor", lambda *args: None)
+            m.setattr(fleet_cuts, "add_job_floor", lambda *args: None)
         return build(ctx.problem, ctx.catalog, ctx.workloads)
 
 

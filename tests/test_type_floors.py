@@ -12,7 +12,7 @@ from ortools.sat.python import cp_model
 from planner.catalog import Catalog
 from planner.context import prepare
 from planner.io.problem_io import loads_problem
-from planner.optimize import model as model_module
+from planner.optimize import fleet_cuts
 from planner.optimize.built import Built
 from planner.optimize.model import build
 from planner.optimize.solve import solve
@@ -25,7 +25,7 @@ def _built(catalog: Catalog, cuts: bool, monkeypatch: pytest.MonkeyPatch) -> Bui
     ctx = prepare(loads_problem(_problem(catalog), "eight.yaml"))
     with monkeypatch.context() as m:
         if not cuts:
-            m.setattr(model_module, "add_closing_cuts", lambda b: None)
+            m.setattr(fleet_cuts, "add_closing_cuts", lambda b: None)
         return build(ctx.problem, ctx.catalog, ctx.workloads)
 
 
@@ -93,7 +93,7 @@ def test_job_type_cuts_change_no_optimum(catalog: Catalog, monkeypatch: pytest.M
         ctx = prepare(loads_problem(text, "eight-and-a-job.yaml"))
         with monkeypatch.context() as m:
             if not cuts:
-                m.setattr(model_module, "add_closing_cuts", lambda b: None)
+                m.setattr(fleet_cuts, "add_closing_cuts", lambda b: None)
             b = build(ctx.problem, ctx.catalog, ctx.workloads)
         names = [c.name for c in b.model.proto.constraints]
         assert any(n.startswith("job:tune:type:") for n in names) == cuts

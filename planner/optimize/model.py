@@ -27,13 +27,12 @@ from planner.limits.table import every_limit
 from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.disagg import kv_nic_limits
+from planner.optimize.fleet_cuts import add_fleet_cuts, forced_fleet_cuts
 from planner.optimize.floors import service_floors
-from planner.optimize.job_floor import add_job_floor
 from planner.optimize.jobs import job_items, training
 from planner.optimize.serving import serving
 from planner.optimize.time_sharing import Item, ancestors, share, share_by_year
-from planner.optimize.type_floors import a_fleet, add_closing_cuts
-from planner.optimize.type_set_floor import add_type_set_floor
+from planner.optimize.type_floors import a_fleet
 from planner.options.types import WorkloadOptions
 from planner.pricing import pool_pue, server_price_usd
 from planner.schema.problem import InferenceService, Problem
@@ -78,34 +77,10 @@ def build(
         if a_fleet(b):
             add_fleet_cuts(b, problem, catalog, workloads, rates)
         else:
-            b.later_cuts = partial(_forced_fleet_cuts, b, problem, catalog, workloads, rates)
+            b.later_cuts = partial(forced_fleet_cuts, b, problem, catalog, workloads, rates)
     if into is None:
         b.model.minimize(b.tco)
     return b
-
-
-def add_fleet_cuts(
-    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates
-) -> None:
-    """Cuts that tighten the bound of a fleet (each implied by the model: no optimum changes)."""
-    add_closing_cuts(b)
-    add_type_set_floor(b)
-    add_job_floor(b, problem, catalog, workloads, rates)
-    add_job_fabric_cuts(b)
-
-
-def _forced_fleet_cuts(
-    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates
-) -> None:
-    """The fleet cuts on a model of fewer services, once (``Built.later_cuts``).
-
-    Measured (benchmarks/README.md, stop 38): three of six generated problems of 2-4 services and
-    1-2 jobs are not proven at 20 det. s; their gaps went 18.3 / 30.4 / 10.6% -> 8.6 / 12.2 / 4.4%
-    on the same plans (most of it the type-set floor's). Startup, proven in 0.21 det. s, would take
-    twice as long with them."""
-    b.later_cuts = None
-    b.fleet_forced = True
-    add_fleet_cuts(b, problem, catalog, workloads, rates)
 
 
 def _pools(
@@ -285,26 +260,6 @@ def _network(b: Built, problem: Problem, catalog: Catalog) -> None:
         racks = m.new_int_var(0, math.ceil((upper(leaves) + upper(spines)) / fit), f"net_racks[{fid}]")
         m.add(racks * fit >= leaves + spines).with_name(f"racks_for[{fid}]")
         b.fabrics[fid] = FabricVars(fabric, ports, leaves, spines, uplinks, racks, fit)
-
-
-def add_job_fabric_cuts(b: Built) -> None:
-    """A job on a pool of a fabric cables at least one of its servers to a leaf of it: for each
-    job and fabric, its options there sum to at most the fabric's leaves. The LP relaxation
-    otherwise pays a sliver of a switch (16 NIC ports of a 64-port leaf: a quarter); the cut is
-    implied by the model (one option per job, whose GPUs are that pool's servers). Measured on
-    bench_large seed 11: bound +$33k at 60 det. s. Fleets only, as the closing cuts: on startup
-    the search took twice as long with it (0.211 -> 0.419 det. s)."""
-    if not a_fleet(b):
-        return
-    for name, xs in sorted(b.train.items()):
-        on: dict[str, list[cp_model.IntVar]] = {}
-        for o, x in xs:
-            pool = b.pools.get(o.pool)
-            cabled = pool is not None and pool.spec.nics_per_server >= 1 and o.pool.fabric in b.fabrics
-            if o.rent_usd_per_gpu_hour is None and cabled:
-                on.setdefault(o.pool.fabric, []).append(x)
-        for fid, chosen in sorted(on.items()):
-            b.model.add(sum(chosen) <= b.fabrics[fid].leaves).with_name(f"job:{name}:leaf:{fid}")
 
 
 def _rail_leaves(b: Built, fid: str, down: int, members: list[PoolVars]) -> list[cp_model.IntVar]:
