@@ -1,6 +1,6 @@
 """The jobs' fabric cuts (``fleet_cuts.add_job_fabric_cuts``): a job on a fabric's pool needs one of
 its leaves. The cut is implied by the model, so it may change no optimum: checked on two examples
-whose jobs run on fabrics, with the cut forced on (it is made for fleets of 8 services or more)."""
+whose jobs run on fabrics, with the fleet cuts forced on at build (made for fleets of 8 services or more)."""
 
 from __future__ import annotations
 

@@ -120,8 +120,8 @@ class Built:
     paid_racks: Expr = 0  # racks beyond the site's existing ones (what racks cost)
     facility_w_by_year: list[Expr] = field(default_factory=list)  # IT power x its PUE, in watts x PUE_SCALE
     tco: Expr = 0
-    # the fleet cuts (``optimize.fleet_cuts.add_fleet_cuts``) on fewer services than a fleet: set when
-    # they are added after all, to a small model its first solve phase did not prove
+    # the fleet cuts (``optimize.fleet_cuts``) came after the build, to a model of fewer services
+    # than a fleet whose first solve phase did not prove it
     fleet_forced: bool = False
     # adds those cuts to this model; None once added, or when they do not apply (a fleet has them)
     later_cuts: Callable[[], None] | None = None

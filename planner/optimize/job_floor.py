@@ -32,7 +32,6 @@ from planner.optimize.costs import rent_pv_usd
 from planner.optimize.floors import solved_alone
 from planner.optimize.jobs import job_items, training
 from planner.optimize.time_sharing import ancestors, share
-from planner.optimize.type_floors import a_fleet
 from planner.options.types import TrainingOption, WorkloadOptions
 from planner.perf.memo import Memo
 from planner.schema.problem import Problem
@@ -46,8 +45,6 @@ def add_job_floor(b: Built, problem: Problem, catalog: Catalog, workloads: list[
     """The cut ``jobs:floor`` on the full model ``b`` (one period: its free GPUs per pool)."""
     if b.periods != 1 or not b.train or not b.gpu_share_usd:
         return
-    if not a_fleet(b):
-        return  # a few services: the search proves the plan anyway (startup's solve took 2.2x longer with it)
     pools = sorted({o.pool for xs in b.train.values() for o, _ in xs if o.rent_usd_per_gpu_hour is None})
     key = _key(b, problem, rates, pools)
     bound = _FLOORS.get(key, lambda: _solve(_jobs_alone(b, problem, catalog, workloads, rates)))

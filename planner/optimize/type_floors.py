@@ -35,16 +35,14 @@ MAX_CLOSINGS = 400  # solves per build: bounds the work on a fleet of hundreds o
 
 
 def a_fleet(b: Built) -> bool:
-    """Enough services with a floor for the cuts made for fleets (closing cuts, the type-set
-    floor, the jobs' floor and fabric cuts): on a few services they slow a search that proves
-    its plan anyway (startup), so a small model gets them only when its first phase did not
-    prove (``Built.fleet_forced``)."""
-    return b.fleet_forced or sum(f.found is not None for f in b.floors.values()) >= MIN_SERVICES
+    """Enough services with a floor for the cuts made for fleets (``optimize.fleet_cuts``) at build
+    time: on a few services they slow a search that proves its plan anyway (startup), so a small
+    model gets them only when its first phase did not prove (``Built.later_cuts``)."""
+    return sum(f.found is not None for f in b.floors.values()) >= MIN_SERVICES
 
 
 def add_closing_cuts(b: Built) -> None:
-    if not a_fleet(b):
-        return
+    """A fleet cut (``optimize.fleet_cuts``: its caller decides when)."""
     _job_type_cuts(b)
     solves = 0
     for name, f in sorted(b.floors.items()):

@@ -34,7 +34,7 @@ from ortools.sat.python import cp_model
 
 from planner.optimize.built import Built, Counts, Floor, TypeSet, upper
 from planner.optimize.floors import alone_model, service_floor
-from planner.optimize.type_floors import CLOSED_DET_S, a_fleet, mix_types, owned_type
+from planner.optimize.type_floors import CLOSED_DET_S, mix_types, owned_type
 
 MAX_ROUNDS = 30
 MAX_SOLVES = 600  # services solved off closed types, in all (memoised with the floors)
@@ -55,7 +55,7 @@ def add_type_set_floor(b: Built) -> None:
     """Add the cut, and keep the type set found and each service's best mix on it
     (``Built.type_set``: the consolidated start begins there)."""
     floors = {n: f for n, f in sorted(b.floors.items()) if f.found is not None}
-    if not a_fleet(b) or len(floors) > MAX_SERVICES or not b.gpu_type_used:
+    if len(floors) > MAX_SERVICES or not b.gpu_type_used:
         return
     known = {n: _Known(f.found[0]) for n, f in floors.items()}  # type: ignore[index]
     solves = 0
