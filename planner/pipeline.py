@@ -8,6 +8,8 @@ short); neither a plan nor a proof (``TimeLimitError``, 3).
 
 from __future__ import annotations
 
+from ortools.sat.python import cp_model
+
 from planner.assemble import assemble_plan, finance_assumptions
 from planner.catalog import Catalog
 from planner.context import Context, prepare
@@ -16,7 +18,7 @@ from planner.io.problem_io import LoadedProblem
 from planner.optimize.budget import budget_spent, cuttable, run_budget, settle
 from planner.optimize.built import Built
 from planner.optimize.model import build
-from planner.optimize.solve import Solved, covers, solve, solved_values
+from planner.optimize.solve import START_PHASE, Solved, covers, solve, solved_values
 from planner.options.types import WorkloadOptions
 from planner.schema.plan import Diagnosis, Plan
 from planner.schema.problem import Problem
@@ -99,22 +101,34 @@ def _solved(
 ) -> Solved:
     """The least-TCO solve, then the tie-breaks (equal TCO: fewer GPU types, less power, earlier starts)."""
     routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
-    from planner.optimize.consolidate import start_model
-
     covered = start is not None and covers(built.model, start)
+    starts, start_limit_s = (None, START_PHASE) if covered else _start(built)
     solved = solve(
         built.model,
         time_limit_s,
         lb_tree_search=routing_only,
-        start_from=None if covered else start_model(built),
+        start_from=starts,
         start_values=start if covered else None,
         escalate=built.later_cuts,
+        start_limit_s=start_limit_s,
     )
     if ties and solved.status in ("optimal", "feasible") and not budget_spent():
         from planner.optimize.tiebreak import break_ties
 
         solved = break_ties(built, solved)
     return solved
+
+
+def _start(built: Built) -> tuple[cp_model.CpModel | list[cp_model.CpModel] | None, float]:
+    """The models whose plans start the search, and each one's limit: a fleet's consolidated
+    starts, or a small model restricted to its start types."""
+    from planner.optimize.consolidate import start_model
+    from planner.optimize.type_start import TYPE_START_DET_S, type_start
+
+    fleet = start_model(built)
+    if fleet is not None:
+        return fleet, START_PHASE
+    return type_start(built), TYPE_START_DET_S
 
 
 def _diagnosis(ctx: Context, time_limit_s: float | None) -> Diagnosis:

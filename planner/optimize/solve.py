@@ -92,6 +92,7 @@ def solve(
     start_from: cp_model.CpModel | Sequence[cp_model.CpModel] | None = None,
     start_values: Mapping[str, int] | None = None,
     escalate: Callable[[], None] | None = None,
+    start_limit_s: float = START_PHASE,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
@@ -99,7 +100,7 @@ def solve(
 
     ``start_from``: models with some variables fixed or restricted (``optimize.consolidate``),
     solved in turn, each from the plan before it; the last plan found, each within
-    ``START_PHASE``, is a complete hint for the search (the limit covers them all).
+    ``start_limit_s``, is a complete hint for the search (the limit covers them all).
 
     ``start_values``: a solved model's values by variable name (a what-if grid's base plan): when
     they name every variable of this model, they are its hint and ``start_from`` is not solved.
@@ -121,7 +122,7 @@ def solve(
             # a later start is searched from the plan before it, by the portfolio (LNS)
             if found is not None:
                 _hint_from(each, found.solver)
-            pre = _run(each, min(limit, START_PHASE), workers if i == 0 else PORTFOLIO_WORKERS)
+            pre = _run(each, min(limit, start_limit_s), workers if i == 0 else PORTFOLIO_WORKERS)
             limit -= pre.deterministic_s
             if pre.status in ("optimal", "feasible"):
                 found = pre
