@@ -34,6 +34,7 @@ from planner.errors import OutOfTime
 if TYPE_CHECKING:
     from planner.context import Context
     from planner.schema.plan import Plan
+    from planner.simulate.speculate import Speculation
 
 app = typer.Typer(
     add_completion=False,
@@ -93,19 +94,26 @@ def solve(
     """Find the lowest-TCO plan that meets every target and limit."""
     from planner.optimize.budget import run_budget
     from planner.report.files import check_writable, write_all
+    from planner.simulate.speculate import Speculation
 
     charts = [charts_dir / n for n in ("tco_breakdown.png", "cash_flow.png", "gantt.png")] if charts_dir else []
     files: list[str | Path] = [
         p for p in (csv_path, xlsx_path, html_path, None if json_path == "-" else json_path, *charts) if p
     ]
     check_writable(files)
-    with run_budget(time_limit, alarm=True):  # the time limit bounds the whole run, not each solve
-        if scenarios is not None or risk is not None:
-            plan, ctx = _two_stage(problem, scenarios, risk, keep, time_limit)
-        else:
-            plan, ctx = _plan(problem, keep, why_not, time_limit, explain_plan or bool(why_not))
-    if not no_simulate and plan.status != "infeasible":
-        plan, ctx = _simulate(ctx, plan, size_by_simulation)
+    two_stage = scenarios is not None or risk is not None
+    early = None if no_simulate or two_stage else Speculation(seed=0)
+    try:
+        with run_budget(time_limit, alarm=True):  # the time limit bounds the whole run, not each solve
+            if two_stage:
+                plan, ctx = _two_stage(problem, scenarios, risk, keep, time_limit)
+            else:
+                plan, ctx = _plan(problem, keep, why_not, time_limit, explain_plan or bool(why_not), early)
+        if not no_simulate and plan.status != "infeasible":
+            plan, ctx = _simulate(ctx, plan, size_by_simulation, early)
+    finally:
+        if early is not None:
+            early.cancel()  # a plan with no simulation, or an interrupted run: its worker ends
     with run_budget(time_limit, alarm=True):
         if plan.status != "infeasible" and (explain_plan or why_not):
             _explain(ctx, plan, time_limit, why_not)
@@ -136,7 +144,12 @@ def solve(
 
 
 def _plan(
-    problem: Path, keep: Path | None, why_not: list[str] | None, time_limit: float | None, keep_start: bool
+    problem: Path,
+    keep: Path | None,
+    why_not: list[str] | None,
+    time_limit: float | None,
+    keep_start: bool,
+    early: Speculation | None,
 ) -> tuple[Plan, Context]:
     from planner.context import prepare
     from planner.io.problem_io import load_problem
@@ -151,7 +164,8 @@ def _plan(
     for gpu in why_not or []:
         if gpu.lower() != "all":
             ctx.catalog.gpu(gpu)  # an unknown name is an input error, before any solving
-    return plan_context(ctx, time_limit, keep_start), ctx  # explanations' re-solves start from the plan
+    # explanations' re-solves start from the plan; the first plan is simulated while the search goes on
+    return plan_context(ctx, time_limit, keep_start, early), ctx
 
 
 def _import_solver() -> None:
@@ -185,12 +199,12 @@ def _two_stage(
     return plan, prepare(loaded)
 
 
-def _simulate(ctx: Context, plan: Plan, size: bool) -> tuple[Plan, Context]:
+def _simulate(ctx: Context, plan: Plan, size: bool, early: Speculation | None) -> tuple[Plan, Context]:
     """Check the plan's serving latency by simulation (and with ``size``, add replicas until it holds)."""
     from planner.simulate.check import check_by_simulation
 
     with err.status("checking serving latency by simulation"):
-        return check_by_simulation(ctx, plan, size, workers=os.cpu_count() or 1)
+        return check_by_simulation(ctx, plan, size, workers=os.cpu_count() or 1, early=early)
 
 
 def _explain(ctx: Context, plan: Plan, time_limit: float | None, why_not: list[str] | None) -> None:

@@ -112,6 +112,45 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
     pool.shutdown()
 
 
+class Background:
+    """One job in a forked worker process, started now, while the caller goes on (its threads
+    may run native code meanwhile: a solver). ``result()`` waits for it, ``cancel()`` ends it
+    unread; one of them must be called. None from ``start`` where forking is not how workers
+    start (macOS, Windows) or inside a worker already: the job is then not worth starting early."""
+
+    def __init__(self, pool: ProcessPoolExecutor, future: Future[Any], token: int) -> None:
+        self._pool, self._future, self._token = pool, future, token
+
+    @classmethod
+    def start(cls, fn: Callable[[Any], Any], job: Any) -> Background | None:
+        import multiprocessing
+        import sys
+
+        if not sys.platform.startswith("linux") or multiprocessing.parent_process() is not None:
+            return None
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_worker_signals)
+        token = next(_MAPS)
+        _INHERITED[token] = (fn, [job], context.Value("q", 0))  # forked with the job: nothing pickled
+        return cls(pool, pool.submit(_inherited, token), token)
+
+    def result(self) -> Any:
+        try:
+            (_, found), *_ = _result(self._future)
+        except BaseException:  # Ctrl-C, a failed job: the worker goes no further
+            self.cancel()
+            raise
+        _INHERITED.pop(self._token, None)
+        self._pool.shutdown()
+        return found
+
+    def cancel(self) -> None:
+        _INHERITED.pop(self._token, None)
+        _stop(self._pool)
+
+
 # started_map's jobs by map, for its forked workers to read (their copy of the parent's memory),
 # with the index of the next job no worker has taken (shared)
 _INHERITED: dict[int, tuple[Callable[[Any], Any], Sequence[Any], Any]] = {}

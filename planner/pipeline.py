@@ -8,6 +8,10 @@ short); neither a plan nor a proof (``TimeLimitError``, 3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Protocol
+
 from ortools.sat.python import cp_model
 
 from planner.assemble import assemble_plan, finance_assumptions
@@ -35,12 +39,23 @@ def plan_problem(loaded: LoadedProblem, time_limit_s: float | None = None, base:
         return plan_context(ctx, time_limit_s)
 
 
-def plan_context(ctx: Context, time_limit_s: float | None = None, keep_start: bool = False) -> Plan:
-    return certified_plan(ctx, time_limit_s, keep_start)[0]
+class Watcher(Protocol):
+    """Told of the first plan the search starts from, and of the plan it ends on (the command line
+    simulates the first meanwhile: ``simulate.speculate``)."""
+
+    def started(self, ctx: Context, built: Built, solved: Solved) -> None: ...
+
+    def ended(self, built: Built, solved: Solved) -> None: ...
+
+
+def plan_context(
+    ctx: Context, time_limit_s: float | None = None, keep_start: bool = False, watcher: Watcher | None = None
+) -> Plan:
+    return certified_plan(ctx, time_limit_s, keep_start, watcher)[0]
 
 
 def certified_plan(
-    ctx: Context, time_limit_s: float | None = None, keep_start: bool = False
+    ctx: Context, time_limit_s: float | None = None, keep_start: bool = False, watcher: Watcher | None = None
 ) -> tuple[Plan, int | None]:
     """The plan, and the least capital budget (model units) for which it is certainly the plan
     too: the least-TCO plan found first and the plan itself both fit, the first was proven
@@ -50,9 +65,12 @@ def certified_plan(
 
     The search starts from ``ctx.start`` when it names every variable of the model (a start
     orders the search; the plan is the same). ``keep_start``: set ``ctx.start`` to this plan's
-    values, for re-solves of the problem and its variants (explanations, what-if grids)."""
+    values, for re-solves of the problem and its variants (explanations, what-if grids).
+
+    ``watcher``: told of the first plan the search starts from, while the search goes on, and of
+    the plan it ends on (the command line simulates the first meanwhile: ``simulate.speculate``)."""
     with run_budget(time_limit_s):
-        return _plan(ctx, time_limit_s, keep_start)
+        return _plan(ctx, time_limit_s, keep_start, watcher)
 
 
 # A base's solve for a start, deterministic seconds: its best plan by then starts the variants as
@@ -73,18 +91,23 @@ def solve_start(ctx: Context, time_limit_s: float | None = None) -> None:
             ctx.start = solved_values(built.model, solved)
 
 
-def _plan(ctx: Context, time_limit_s: float | None, keep_start: bool) -> tuple[Plan, int | None]:
+def _plan(
+    ctx: Context, time_limit_s: float | None, keep_start: bool, watcher: Watcher | None
+) -> tuple[Plan, int | None]:
     p = ctx.problem
     empty = [w for w in ctx.workloads if not w.feasible]
     if empty:
         settle()  # no option at all for a workload: infeasible, proven by the enumeration
         return _infeasible(p, _no_option_diagnosis(ctx, empty, time_limit_s)), None
     built = build(p, ctx.catalog, ctx.workloads, kept=ctx.kept)
-    solved = _solved(built, p, time_limit_s, ctx.start)
+    on_start = None if watcher is None else partial(watcher.started, ctx, built)
+    solved = _solved(built, p, time_limit_s, ctx.start, on_start=on_start)
     if solved.status == "infeasible":
         return _infeasible(p, _diagnosis(ctx, time_limit_s)), None
     if solved.status not in ("optimal", "feasible"):
         raise TimeLimitError()
+    if watcher is not None:
+        watcher.ended(built, solved)
     from planner.verify import verify
 
     plan = assemble_plan(ctx, built, solved)
@@ -97,7 +120,12 @@ def _plan(ctx: Context, time_limit_s: float | None, keep_start: bool) -> tuple[P
 
 
 def _solved(
-    built: Built, p: Problem, time_limit_s: float | None, start: dict[str, int] | None, ties: bool = True
+    built: Built,
+    p: Problem,
+    time_limit_s: float | None,
+    start: dict[str, int] | None,
+    ties: bool = True,
+    on_start: Callable[[Solved], None] | None = None,
 ) -> Solved:
     """The least-TCO solve, then the tie-breaks (equal TCO: fewer GPU types, less power, earlier starts)."""
     routing_only = any(s.mix for s in p.inference) and not p.training and built.periods == 1
@@ -111,6 +139,7 @@ def _solved(
         start_values=start if covered else None,
         escalate=built.later_cuts,
         start_limit_s=start_limit_s,
+        on_start=on_start,
     )
     if ties and solved.status in ("optimal", "feasible") and not budget_spent():
         from planner.optimize.tiebreak import break_ties

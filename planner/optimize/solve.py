@@ -93,6 +93,7 @@ def solve(
     start_values: Mapping[str, int] | None = None,
     escalate: Callable[[], None] | None = None,
     start_limit_s: float = START_PHASE,
+    on_start: Callable[[Solved], None] | None = None,
 ) -> Solved:
     """``lb_tree_search``: CP-SAT's objective lower-bound tree search, for routing-only models
     (request-size mixes): it proves 10x10-bucket Mélange instances optimal in about a second
@@ -107,7 +108,10 @@ def solve(
     Measured on the startup grid's ten electricity prices: 15.0 s of solving -> 3.3 s.
 
     ``escalate``: adds cuts to ``model``, called once when the first phase
-    ends unproven, before the search goes on from its plan (``Built.later_cuts``)."""
+    ends unproven, before the search goes on from its plan (``Built.later_cuts``).
+
+    ``on_start``: called with the last start's solve (its values are this model's, by index)
+    before the search goes on from it: a caller may work on that plan meanwhile."""
     problem = model.validate()
     if problem:
         raise PlannerError(f"internal error: the optimisation model is invalid: {problem}")
@@ -128,6 +132,8 @@ def solve(
                 found = pre
         if found is not None:
             _hint_from(model, found.solver)
+            if on_start is not None:
+                on_start(found)
         return _solve(model, limit, workers, lb_tree_search, start, escalate)
     finally:
         model.clear_hints()
@@ -152,7 +158,7 @@ def _solve(
         workers,
         probing=0 if small else 1,
         lb_tree_search=lb_tree_search,
-        presolve_passes=SMALL_MODEL_PRESOLVE_PASSES if small else None,
+        presolve_passes=presolve_passes(model),
     )
     rest = limit - first.deterministic_s
     if first.status in ("optimal", "infeasible") or rest <= 0.1 or workers > 1 or budget_spent():
@@ -171,6 +177,11 @@ def _solve(
     if first.status == "feasible" and second.status in ("optimal", "feasible"):
         best.bound = max(first.bound, second.bound)  # both are proven: the second starts without the first's
     return best
+
+
+def presolve_passes(model: cp_model.CpModel) -> int | None:
+    """``max_presolve_iterations`` for a model: one pass on a small one (None: CP-SAT's default)."""
+    return SMALL_MODEL_PRESOLVE_PASSES if len(model.proto.variables) < SMALL_MODEL_VARIABLES else None
 
 
 def _better(a: Solved, b: Solved) -> bool:

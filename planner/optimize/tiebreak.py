@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model, cp_model_helper
 
 from planner.optimize.built import Built, Expr, upper
-from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, solve
+from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, presolve_passes, solve
 
 TIE_LIMIT = 2.0  # deterministic seconds per re-solve
 SAFE_RANGE = 2**53  # largest weighted objective solved in one stage (exact as a double)
@@ -89,8 +89,9 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
             continue
         model.minimize(objective)
         # No probing: it can spend the whole limit in presolve on a large model (measured:
-        # stopped after presolve at 2 s), and the search starts from a complete hint.
-        found = _run(model, limit, WORKERS, probing=0)
+        # stopped after presolve at 2 s), and the search starts from a complete hint. One presolve
+        # pass on a small model, as its first solve: startup's tie-break 0.068 -> 0.044 s.
+        found = _run(model, limit, WORKERS, probing=0, presolve_passes=presolve_passes(model))
         proven = proven and found.status == "optimal"
         if found.status not in ("optimal", "feasible"):
             break  # keep what the previous stage (or the first solve) found

@@ -19,6 +19,7 @@ from planner.simulate.run import ServiceResult, simulate_plan
 if TYPE_CHECKING:
     from planner.context import Context
     from planner.schema.plan import Plan
+    from planner.simulate.speculate import Speculation
 
 SOLVE_REQUESTS = 30_000
 MAX_ROUNDS = 6
@@ -65,9 +66,12 @@ def _advice(results: list[ServiceResult], planned: dict[str, dict[str, float]], 
     return out
 
 
-def check_by_simulation(ctx: Context, plan: Plan, size: bool, seed: int = 0, workers: int = 1) -> tuple[Plan, Context]:
+def check_by_simulation(
+    ctx: Context, plan: Plan, size: bool, seed: int = 0, workers: int = 1, early: Speculation | None = None
+) -> tuple[Plan, Context]:
     """The plan with its simulation rows and advice; with ``size``, re-solved with more replicas
-    for every service that misses in simulation, until all hold (or ``MAX_ROUNDS``)."""
+    for every service that misses in simulation, until all hold (or ``MAX_ROUNDS``). ``early``:
+    the simulation started on the search's first plan, whose results are kept where they hold."""
     from planner.context import prepare
     from planner.pipeline import plan_context
 
@@ -76,7 +80,8 @@ def check_by_simulation(ctx: Context, plan: Plan, size: bool, seed: int = 0, wor
     base = ctx.loaded or LoadedProblem(ctx.problem, file=ctx.problem.name, lines={})
     planned: dict[str, dict[str, float]] = {}  # service -> metric -> the p99 target planned on
     first_tco = plan.tco_usd
-    results = simulate_plan(plan, base, ctx.catalog, SOLVE_REQUESTS, seed, workers)
+    known = early.results(plan, SOLVE_REQUESTS, seed) if early is not None else {}
+    results = simulate_plan(plan, base, ctx.catalog, SOLVE_REQUESTS, seed, workers, known=known)
     rounds = 0
     while size and rounds < MAX_ROUNDS and any(r.holds is False for r in results):
         rounds += 1

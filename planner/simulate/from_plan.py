@@ -66,8 +66,7 @@ def service_specs(plan: Plan, loaded: LoadedProblem, catalog: Catalog) -> list[S
         raise InputError("the plan is infeasible: there is nothing to simulate", file=plan.problem)
     out: list[ServiceSpec | Skipped] = []
     for svc in loaded.problem.inference:
-        rows = [r for r in plan.inference if r.name == svc.name]
-        if not rows:
+        if not any(r.name == svc.name for r in plan.inference):
             raise InputError(
                 f"service {svc.name!r} of the problem is not in the plan",
                 hint="give the problem the plan was solved for",
@@ -75,13 +74,18 @@ def service_specs(plan: Plan, loaded: LoadedProblem, catalog: Catalog) -> list[S
         if svc.model is None:
             out.append(Skipped(svc.name, "a generic service (no model): planned from measurements alone"))
             continue
-        row = max(rows, key=lambda r: (r.required_rps, r.year or 0))
+        row = peak_row(plan, svc.name)
         if any(r.mode != "aggregated" for r in row.replicas):
             why = "disaggregated prefill and decode: the simulator runs aggregated replicas (the phase model holds it)"
             out.append(Skipped(svc.name, why))
             continue
         out.append(_spec(svc, row, loaded, catalog))
     return out
+
+
+def peak_row(plan: Plan, name: str) -> InferenceRow:
+    """The service's row a simulation replays: its peak planned rate (the latest year of it)."""
+    return max((r for r in plan.inference if r.name == name), key=lambda r: (r.required_rps, r.year or 0))
 
 
 def _spec(svc: InferenceService, row: InferenceRow, loaded: LoadedProblem, catalog: Catalog) -> ServiceSpec:

@@ -110,16 +110,23 @@ def simulate_plan(
     seed: int = 0,
     workers: int = 1,
     router: str = "random",
+    known: dict[str, ServiceResult] | None = None,
 ) -> list[ServiceResult]:
     """Every service of the plan, simulated at its peak planned rate (generic ones skipped);
-    services in ``workers`` processes, or one service's replicas (the same numbers however many)."""
+    services in ``workers`` processes, or one service's replicas (the same numbers however many).
+    ``known``: results of services simulated already, with these requests, seed and router, on the
+    rows this plan has (``simulate.speculate``), by name: they are not simulated again."""
     from planner.executors import map_ordered
 
+    known = known or {}
     specs = service_specs(plan, loaded, catalog)
-    simulated = sum(not isinstance(spec, Skipped) for spec in specs)
+    todo = [(stream, spec) for stream, spec in enumerate(specs) if isinstance(spec, Skipped) or spec.name not in known]
+    simulated = sum(not isinstance(spec, Skipped) for _, spec in todo)
     inner = workers if simulated == 1 else 1
-    jobs = [(spec, requests, seed, stream, router, inner) for stream, spec in enumerate(specs)]
-    return map_ordered(_simulate_job, jobs, workers=min(workers, simulated))
+    jobs = [(spec, requests, seed, stream, router, inner) for stream, spec in todo]
+    found = map_ordered(_simulate_job, jobs, workers=min(workers, simulated))
+    done = dict(zip([stream for stream, _ in todo], found, strict=True))
+    return [done[stream] if stream in done else known[spec.name] for stream, spec in enumerate(specs)]
 
 
 def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str, int]) -> ServiceResult:
