@@ -126,7 +126,14 @@ def solve(
             # a later start is searched from the plan before it, by the portfolio (LNS)
             if found is not None:
                 _hint_from(each, found.solver)
-            pre = _run(each, min(limit, start_limit_s), workers if i == 0 else PORTFOLIO_WORKERS)
+            small = len(each.proto.variables) < SMALL_MODEL_VARIABLES  # as the search's first phase
+            pre = _run(
+                each,
+                min(limit, start_limit_s),
+                workers if i == 0 else PORTFOLIO_WORKERS,
+                probing=0 if small else 1,
+                presolve_passes=presolve_passes(each),
+            )
             limit -= pre.deterministic_s
             if pre.status in ("optimal", "feasible"):
                 found = pre
