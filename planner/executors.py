@@ -78,9 +78,11 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
     """``map_ordered`` over local worker processes, started now and collected later: the caller
     works meanwhile, then calls what is yielded (the results in the order of the jobs). For
     short jobs (a fraction of a second each): workers are forked, a copy of this process
-    ready at once. Elsewhere than Linux (macOS and Windows start a fresh interpreter per worker,
-    which costs more than such jobs save), with one worker, or inside a worker already, the jobs
-    run here when collected."""
+    ready at once. ``workers`` counts this process: ``workers - 1`` are forked, and this one takes
+    the jobs none has taken yet when it collects (startup: its options' two workers and the
+    command line's imports were three processes on two cores, now two; a simulation's parent no longer idles while its two workers replay). Elsewhere than
+    Linux (macOS and Windows start a fresh interpreter per worker, which costs more than such jobs
+    save), with one worker, or inside a worker already, the jobs run here when collected."""
     import multiprocessing
     import sys
 
@@ -91,7 +93,7 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
-    count = min(workers, len(jobs))
+    count = min(workers, len(jobs)) - 1  # and this process
     pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_worker_signals)
     # The workers fork at the first submit, holding the jobs already: no job is pickled (a
     # simulation's replicas share 1.2 MB of requests; the parent pickled them before any worker
@@ -103,7 +105,7 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
     _INHERITED[token] = (fn, jobs, context.Value("q", 0))
     try:
         futures = [pool.submit(_inherited, token) for _ in range(count)]
-        yield lambda: _in_order(len(jobs), [_result(f) for f in futures])
+        yield lambda: _in_order(len(jobs), [_inherited(token), *(_result(f) for f in futures)])
     except BaseException:  # Ctrl-C, the deadline, a failed job: no worker goes on
         _stop(pool)
         raise
@@ -158,8 +160,8 @@ _MAPS = itertools.count()
 
 
 def _inherited(token: int) -> list[tuple[int, Any]]:
-    """In a forked worker: the jobs of map ``token``, as the parent held them when it forked,
-    each taken when this worker is free, as (index, result)."""
+    """In a forked worker (or in the parent, once it collects): the jobs of map ``token``, as the
+    parent held them when it forked, each taken when this process is free, as (index, result)."""
     fn, jobs, taken = _INHERITED[token]
     done: list[tuple[int, Any]] = []
     while True:

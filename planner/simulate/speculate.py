@@ -7,8 +7,8 @@ simulation depends only on the service, its plan row, the problem and the catalo
 requests and the seed (``simulate.run``); so where the row the plan ends with is the row the
 first plan had, the early result is the result, to the last digit. Where it differs, that
 service is simulated again as it would have been. Measured on startup (2 cores): the solve and
-its tie-breaks take 0.25 s after the start's plan, the simulation 0.29 s on one core; the check
-after the plan went from 0.18 s to (see benchmarks/README.md).
+its tie-breaks take 0.25 s after the start's plan, the simulation 0.29 s on one core; what is
+left of the check after the plan went from 0.18 s to 0.03-0.06 s (waiting for the worker).
 """
 
 from __future__ import annotations
