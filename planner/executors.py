@@ -80,9 +80,10 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
     short jobs (a fraction of a second each): workers are forked, a copy of this process
     ready at once. ``workers`` counts this process: ``workers - 1`` are forked, and this one takes
     the jobs none has taken yet when it collects (startup: its options' two workers and the
-    command line's imports were three processes on two cores, now two; a simulation's parent no longer idles while its two workers replay). Elsewhere than
-    Linux (macOS and Windows start a fresh interpreter per worker, which costs more than such jobs
-    save), with one worker, or inside a worker already, the jobs run here when collected."""
+    command line's imports were three processes on two cores, now two; a simulation's parent
+    replays a share instead of waiting for two workers). Elsewhere than Linux (macOS and Windows
+    start a fresh interpreter per worker, which costs more than such jobs save), with one worker,
+    or inside a worker already, the jobs run here when collected."""
     import multiprocessing
     import sys
 
