@@ -45,10 +45,18 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
         rack_share = rack / p.fit_per_rack if p.fit_per_rack and not problem.site.existing_racks else 0.0
         site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
     b.gpu_share_usd = site_per_gpu
-    for name, per_year in b.serve.items():
+    from planner.optimize.type_floors import MIN_SERVICES
+
+    floored = [
+        (name, per_year)
+        for name, per_year in b.serve.items()
+        if per_year and b.serve_rates[name][2] and f"service:{name}:rate" not in relax
+    ]  # no floor for mixes: their capacity depends on the routing
+    # a fleet's starts are built from its floors' mixes (``optimize.consolidate``): they keep the
+    # settings they were measured with; a few services get the quick try first
+    quick = len(floored) < MIN_SERVICES
+    for name, per_year in floored:
         need, spare, pers, per_domain = b.serve_rates[name]
-        if not per_year or not pers or f"service:{name}:rate" in relax:
-            continue  # no floor for mixes: their capacity depends on the routing
         reps = [(o, rs[0]) for o, rs in per_year]
         costs = [
             math.floor(rent_pv_usd(o, problem, rates))
@@ -57,7 +65,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
             for o, _ in reps
         ]
         floor = Floor(reps, costs, pers, per_domain, need, spare)
-        floor.found = found = service_floor(floor, name)
+        floor.found = found = service_floor(floor, name, quick=quick)
         b.floors[name] = floor
         if found is not None:
             bound = found[0]
@@ -70,25 +78,27 @@ _FLOORS: Memo[tuple[int, tuple[int, ...]] | None] = Memo(10_000)
 
 
 def service_floor(
-    f: Floor, name: str, uppers: list[int] | None = None, limit_s: float | None = None
+    f: Floor, name: str, uppers: list[int] | None = None, limit_s: float | None = None, quick: bool = False
 ) -> tuple[int, tuple[int, ...]] | None:
     """The least cost of a service's GPUs served alone (its proven bound) and the replicas per
     kind that reach it, kept for the process: what-if variants that change neither its demand
     nor its prices ask the same question. ``uppers``: at most so many replicas per kind (0
-    leaves a kind out; default: the model's bounds)."""
+    leaves a kind out; default: the model's bounds). ``quick``: tried first with light settings
+    (``_floor_alone``; the same bound, maybe another mix of the same cost)."""
     tops = [upper(r) for _, r in f.reps] if uppers is None else uppers
     limit = FLOOR_DET_S if limit_s is None else limit_s
     pools = tuple(o.pool for o, _ in f.reps)  # kinds sharing a pool are one kind at a time
     modes = tuple((o.mode, o.kv_group) for o, _ in f.reps)
-    key = (pools, modes, tuple(f.costs), tuple(tops), tuple(f.pers), tuple(f.per_domain), f.need, f.spare, limit)
-    return _FLOORS.get(key, lambda: _floor_alone(f, name, limit, tops))
+    key = (pools, modes, tuple(f.costs), tuple(tops), tuple(f.pers), tuple(f.per_domain), f.need, f.spare, limit, quick)
+    return _FLOORS.get(key, lambda: _floor_alone(f, name, limit, tops) if quick else solve_alone(f, name, limit, tops))
 
 
 FLOOR_DET_S = 0.5
 # A first try with light settings (no probing, one presolve pass, the LP without the
 # disaggregated pairs' flows where there are none): it proves most floors in a few hundredths
 # of a deterministic second (startup's chat 0.019 -> 0.003 det. s, 0.055 -> 0.013 s; bench_large
-# seeds 7, 11, 13: every floor as before, 2.9 -> 1.9 s in all); the rest are solved as before.
+# seeds 7, 11, 13: every floor's bound as before, 2.9 -> 1.9 s in all, but other mixes of the same
+# cost, which moved the fleets' starts: seed 13 1.46 -> 1.77%); the rest are solved as before.
 QUICK_FLOOR_DET_S = 0.05
 
 
