@@ -33,10 +33,10 @@ from ortools.sat.python import cp_model
 
 from planner.bom import PoolKey
 from planner.optimize.built import Built, Counts, Expr, Floor, upper
-from planner.optimize.floors import alone_model, solve_alone, solved_alone
+from planner.optimize.floors import FLEET_SERVICES, alone_model, solve_alone, solved_alone
 from planner.optimize.type_closing import close_types
 
-MIN_SERVICES = 8  # fewer services share few pools anyway: the search finds the plan itself
+MIN_SERVICES = FLEET_SERVICES  # fewer services share few pools anyway: the search finds the plan itself
 ALONE_DET_S = 0.2  # each service's solve on the pools left (the best found within it will do)
 CANDIDATES = 6  # pools tried per round: the least filled
 MAX_ROUNDS = 30

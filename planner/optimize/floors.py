@@ -45,8 +45,6 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
         rack_share = rack / p.fit_per_rack if p.fit_per_rack and not problem.site.existing_racks else 0.0
         site_per_gpu[key] = math.floor((server + rack_share) / p.spec.gpus_per_server)
     b.gpu_share_usd = site_per_gpu
-    from planner.optimize.type_floors import MIN_SERVICES
-
     floored = [
         (name, per_year)
         for name, per_year in b.serve.items()
@@ -54,7 +52,7 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
     ]  # no floor for mixes: their capacity depends on the routing
     # a fleet's starts are built from its floors' mixes (``optimize.consolidate``): they keep the
     # settings they were measured with; a few services get the quick try first
-    quick = len(floored) < MIN_SERVICES
+    quick = len(floored) < FLEET_SERVICES
     for name, per_year in floored:
         need, spare, pers, per_domain = b.serve_rates[name]
         reps = [(o, rs[0]) for o, rs in per_year]
@@ -73,6 +71,9 @@ def service_floors(b: Built, problem: Problem, catalog: Catalog, rates: Rates, r
                 f"service:{name}:floor"
             )
 
+
+# services that make a fleet: its starts (``optimize.consolidate``) and cuts (``optimize.type_floors``)
+FLEET_SERVICES = 8
 
 _FLOORS: Memo[tuple[int, tuple[int, ...]] | None] = Memo(10_000)
 

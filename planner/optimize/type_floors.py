@@ -26,10 +26,10 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from planner.optimize.built import Built, Floor, upper
-from planner.optimize.floors import service_floor
+from planner.optimize.floors import FLEET_SERVICES, service_floor
 from planner.options.types import InferenceOption, TrainingOption
 
-MIN_SERVICES = 8  # a fleet: on startup (one service) the cuts slowed the solve (1.7 -> 2.4 s)
+MIN_SERVICES = FLEET_SERVICES  # a fleet: on startup (one service) the cuts slowed the solve (1.7 -> 2.4 s)
 CLOSED_DET_S = 0.2  # each service's solve without one type: its proven bound is what counts
 MAX_CLOSINGS = 400  # solves per build: bounds the work on a fleet of hundreds of services
 
