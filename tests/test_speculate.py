@@ -70,3 +70,13 @@ def test_results_for_other_requests_or_seed_are_not_taken() -> None:
     early = Speculation()
     _, plan = _planned("startup.yaml", early)
     assert set(early.results(plan, SOLVE_REQUESTS, seed=0)) == {"chat"}
+
+
+def test_a_fleet_is_not_simulated_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.optimize import floors
+
+    monkeypatch.setattr(floors, "FLEET_SERVICES", 1)  # startup's one service counts as a fleet
+    early = Speculation()
+    _, plan = _planned("startup.yaml", early)
+    assert early._job is None
+    assert early.results(plan, SOLVE_REQUESTS, 0) == {}

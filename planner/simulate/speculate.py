@@ -42,7 +42,12 @@ class Speculation:
             from planner.simulate.check import SOLVE_REQUESTS
 
             self.requests = SOLVE_REQUESTS
-        if self._job is None and any(s.model is not None for s in ctx.problem.inference):
+        from planner.optimize.floors import FLEET_SERVICES
+
+        # a fleet's services, simulated one after the other in one worker, could take longer than
+        # the check's own workers after the search: only a few services are simulated early
+        few = len(ctx.problem.inference) < FLEET_SERVICES
+        if self._job is None and few and any(s.model is not None for s in ctx.problem.inference):
             self._first = _choices(built, solved)
             self._job = Background.start(_simulated, (ctx, built, solved, self.requests, self.seed))
 
