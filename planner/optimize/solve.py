@@ -48,6 +48,12 @@ START_PHASE = 25.0
 # bench_large's gaps at 60 det. s 9.6 / 9.4 / 11.0% -> 6.2 / 6.0 / 6.0% (seeds 7 / 11 / 13; the floor
 # solves use it too: ``floors.solved_alone``).
 CUT_LEVEL = 0
+# Interleaved workers share the objective's bounds with one another; in CP-SAT 9.15 that exchange
+# depends on the machine's load: bench_large seed 7 gave $15,410,711 or $15,403,901 in two runs of
+# the same model, parameters and hint (the 842nd solve, the second start of consolidate), and two
+# copies of that solve run side by side differed at 12 and 25 det. s. With this sharing off the
+# copies agreed to the last digit of their deterministic time (benchmarks/README.md, stop 40).
+SHARE_OBJECTIVE_BOUNDS = False
 POLL_S = 0.1  # how often a waiting thread looks for Ctrl-C or the deadline
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
@@ -254,6 +260,8 @@ def _run(
     p = solver.parameters
     p.num_workers = workers
     p.interleave_search = workers > 1
+    if workers > 1:
+        p.share_objective_bounds = SHARE_OBJECTIVE_BOUNDS
     p.random_seed = 0
     # Measured on problems/ and the large benchmark: the stronger LP (level 2) closes
     # gaps on many-service problems far sooner; lighter probing saves presolve time.
