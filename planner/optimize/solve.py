@@ -55,7 +55,7 @@ CUT_LEVEL = 0
 # copies agreed to the last digit of their deterministic time (benchmarks/README.md, stop 40).
 # Not ``share_level_zero_bounds`` instead: with it off, CP-SAT 9.15 crashed (free(): invalid pointer)
 # on seed 7 run beside seed 13. The price: seed 13's gap at 60 det. s went 1.46% -> 1.63% (bisected
-# to this setting alone, stop 43); seed 7 1.49% -> 1.35%.
+# to this setting alone, stops 43-44); seed 7 1.49% -> 1.35%.
 SHARE_OBJECTIVE_BOUNDS = False
 POLL_S = 0.1  # how often a waiting thread looks for Ctrl-C or the deadline
 
