@@ -116,16 +116,18 @@ def started_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> 
 
 
 class Background:
-    """One job in a forked worker process, started now, while the caller goes on (its threads
-    may run native code meanwhile: a solver). ``result()`` waits for it, ``cancel()`` ends it
-    unread; one of them must be called. None from ``start`` where forking is not how workers
-    start (macOS, Windows) or inside a worker already: the job is then not worth starting early."""
+    """Jobs in a forked worker process, started now, while the caller goes on (its threads may
+    run native code meanwhile: a solver). ``result()`` runs here the jobs the worker has not
+    taken yet (this process is free by then: its core is shared out), then returns every
+    result in the jobs' order; ``cancel()`` ends the worker unread; one of them must be called.
+    None from ``start`` where forking is not how workers start (macOS, Windows) or inside a
+    worker already: the jobs are then not worth starting early."""
 
-    def __init__(self, pool: ProcessPoolExecutor, future: Future[Any], token: int) -> None:
-        self._pool, self._future, self._token = pool, future, token
+    def __init__(self, pool: ProcessPoolExecutor, future: Future[Any], token: int, count: int) -> None:
+        self._pool, self._future, self._token, self._count = pool, future, token, count
 
     @classmethod
-    def start(cls, fn: Callable[[Any], Any], job: Any) -> Background | None:
+    def start(cls, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Background | None:
         import multiprocessing
         import sys
 
@@ -136,18 +138,19 @@ class Background:
         context = multiprocessing.get_context("fork")
         pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_worker_signals)
         token = next(_MAPS)
-        _INHERITED[token] = (fn, [job], context.Value("q", 0))  # forked with the job: nothing pickled
-        return cls(pool, pool.submit(_inherited, token), token)
+        _INHERITED[token] = (fn, list(jobs), context.Value("q", 0))  # forked with the jobs: nothing pickled
+        return cls(pool, pool.submit(_inherited, token), token, len(jobs))
 
-    def result(self) -> Any:
+    def result(self) -> list[Any]:
         try:
-            (_, found), *_ = _result(self._future)
+            mine = _inherited(self._token)
+            theirs = _result(self._future)
         except BaseException:  # Ctrl-C, a failed job: the worker goes no further
             self.cancel()
             raise
         _INHERITED.pop(self._token, None)
         self._pool.shutdown()
-        return found
+        return _in_order(self._count, [mine, theirs])
 
     def cancel(self) -> None:
         _INHERITED.pop(self._token, None)

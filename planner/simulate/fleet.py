@@ -72,13 +72,16 @@ def replay(
     replayed in (the same numbers however many)."""
     if router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}")
+    if router == "random":  # each request to a replica of its kind drawn alike: Poisson per replica
+        from planner.executors import started_map
+
+        jobs = random_replay_jobs(kinds, traffic, kind_of, delay_s, rng or np.random.default_rng(0), workers)
+        with started_map(replay_alone, jobs, len(jobs)) as collect:
+            first, finish = gather(len(traffic.send_s), collect())
+        return Outcome(traffic.send_s, first, finish, kind_of)
     cached = None if traffic.cached is None else traffic.cached.tolist()
     requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached)
     arrivals = traffic.send_s + delay_s
-    if router == "random":  # each request to a replica of its kind drawn alike: Poisson per replica
-        draw = (rng or np.random.default_rng(0)).random(len(arrivals))
-        first, finish = _random_replay(kinds, requests, arrivals, kind_of, draw, workers)
-        return Outcome(traffic.send_s, first, finish, kind_of)
     pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     if router == "round-robin":
         turn = [0] * len(pools)
@@ -97,16 +100,39 @@ def replay(
     return Outcome(traffic.send_s, np.array(requests.first), np.array(requests.finish), kind_of)
 
 
-def _random_replay(
+def random_replay_jobs(
+    kinds: Sequence[Kind], traffic: Traffic, kind_of: np.ndarray, delay_s: float, rng: np.random.Generator, parts: int
+) -> list[ReplayJob]:
+    """``replay``'s work under the ``random`` router (the same draws from ``rng``), as at most
+    ``parts`` jobs of whole replicas, to run anywhere (``replay_alone``) and ``gather``."""
+    cached = None if traffic.cached is None else traffic.cached.tolist()
+    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached)
+    arrivals = traffic.send_s + delay_s
+    return _replay_jobs(kinds, requests, arrivals, kind_of, rng.random(len(arrivals)), parts)
+
+
+def gather(count: int, done: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """First and last token times of ``count`` requests from their jobs' ``replay_alone``."""
+    first, finish = np.full(count, np.nan), np.full(count, np.nan)
+    for rids, got_first, got_finish in done:
+        first[rids], finish[rids] = got_first, got_finish
+    return first, finish
+
+
+ReplayJob = tuple[list[Engine], list[np.ndarray], Requests, np.ndarray]
+
+
+def _replay_jobs(
     kinds: Sequence[Kind],
     requests: Requests,
     arrivals: np.ndarray,
     kind_of: np.ndarray,
     draw: np.ndarray,
-    workers: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """First and last token times under the ``random`` router. Its replicas never look at each
-    other, so each replays its own requests alone, replicas split over ``workers`` processes."""
+    parts: int,
+) -> list[ReplayJob]:
+    """The random router's replicas never look at each other, so each replays its own requests
+    alone: replicas in at most ``parts`` jobs of about equal requests (``replay``'s ``workers``
+    processes, or finer for jobs shared out as they are taken: ``simulate.speculate``)."""
     counts = np.array([k.count for k in kinds], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
     size = counts[kind_of]
@@ -115,15 +141,8 @@ def _random_replay(
     ends = np.searchsorted(replica[order], np.arange(int(counts.sum()) + 1))
     own = [order[ends[i] : ends[i + 1]] for i in range(int(counts.sum()))]
     engines = [k.engine for k in kinds for _ in range(k.count)]
-    groups = _balanced([len(rids) for rids in own], workers)
-    jobs = [([engines[i] for i in g], [own[i] for i in g], requests, arrivals) for g in groups]
-    from planner.executors import started_map
-
-    first, finish = np.full(len(arrivals), np.nan), np.full(len(arrivals), np.nan)
-    with started_map(_replay_alone, jobs, len(jobs)) as collect:
-        for rids, got_first, got_finish in collect():
-            first[rids], finish[rids] = got_first, got_finish
-    return first, finish
+    groups = _balanced([len(rids) for rids in own], parts)
+    return [([engines[i] for i in g], [own[i] for i in g], requests, arrivals) for g in groups]
 
 
 def _balanced(sizes: list[int], workers: int) -> list[list[int]]:
@@ -137,9 +156,7 @@ def _balanced(sizes: list[int], workers: int) -> list[list[int]]:
     return [g for g in groups if g]
 
 
-def _replay_alone(
-    job: tuple[list[Engine], list[np.ndarray], Requests, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def replay_alone(job: ReplayJob) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replicas each replaying their own requests: their ids and first and last token times."""
     engines, owned, requests, arrivals = job
     times = arrivals.tolist()

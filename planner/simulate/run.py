@@ -15,10 +15,10 @@ import numpy as np
 from planner.catalog import Catalog
 from planner.io.problem_io import LoadedProblem
 from planner.schema.plan import Plan
-from planner.simulate.fleet import replay, route_kinds
+from planner.simulate.fleet import Outcome, ReplayJob, gather, random_replay_jobs, replay, route_kinds
 from planner.simulate.from_plan import ServiceSpec, Skipped, service_specs
 from planner.simulate.stats import Latencies
-from planner.simulate.traffic import poisson_traffic, with_prefix_hits
+from planner.simulate.traffic import Traffic, poisson_traffic, with_prefix_hits
 
 
 @dataclass
@@ -36,11 +36,48 @@ def simulate_service(
     """Replay ``requests`` Poisson requests at the spec's planned rate through its replicas
     (their replays in ``workers`` processes where the router allows)."""
     start = time.perf_counter()
+    traffic, kinds, rng = _traffic(spec, requests, seed, stream)
+    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router, rng, workers)
+    return _result(spec, traffic, outcome, start)
+
+
+@dataclass
+class Replaying:
+    """A service's simulation under the ``random`` router with its replays cut into jobs
+    (``fleet.replay_alone``), to run anywhere and gather (``replayed``): the same numbers as
+    ``simulate_service``'s."""
+
+    spec: ServiceSpec
+    traffic: Traffic
+    kinds: np.ndarray
+    jobs: list[ReplayJob]
+    start: float
+
+
+def replaying(spec: ServiceSpec, requests: int, seed: int, stream: int, parts: int) -> Replaying:
+    start = time.perf_counter()
+    traffic, kinds, rng = _traffic(spec, requests, seed, stream)
+    jobs = random_replay_jobs(spec.kinds, traffic, kinds, spec.delay_s, rng, parts)
+    return Replaying(spec, traffic, kinds, jobs, start)
+
+
+def replayed(r: Replaying, done: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> ServiceResult:
+    """The service's result from its jobs' replays, in the jobs' order."""
+    first, finish = gather(len(r.traffic.send_s), done)
+    return _result(r.spec, r.traffic, Outcome(r.traffic.send_s, first, finish, r.kinds), r.start)
+
+
+def _traffic(
+    spec: ServiceSpec, requests: int, seed: int, stream: int
+) -> tuple[Traffic, np.ndarray, np.random.Generator]:
+    """The service's requests, their replica kinds, and the stream the router draws from next."""
     rng = np.random.default_rng([seed, stream])
     traffic = poisson_traffic(spec.rate_per_s, requests, rng, spec.buckets, spec.trace)
     traffic = with_prefix_hits(traffic, spec.prefix_shared_tokens, spec.prefix_hit_rate, rng)
-    kinds = route_kinds(traffic, spec.routes, rng)
-    outcome = replay(spec.kinds, traffic, kinds, spec.delay_s, router, rng, workers)
+    return traffic, route_kinds(traffic, spec.routes, rng), rng
+
+
+def _result(spec: ServiceSpec, traffic: Traffic, outcome: Outcome, start: float) -> ServiceResult:
     lat = Latencies.of(outcome.send_s, outcome.first_s, outcome.finish_s, traffic.output_tokens)
     summary = lat.summary(spec.ttft_ms, spec.tpot_ms)
     row: dict[str, Any] = {

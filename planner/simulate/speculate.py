@@ -9,6 +9,10 @@ first plan had, the early result is the result, to the last digit. Where it diff
 service is simulated again as it would have been. Measured on startup (2 cores): the solve and
 its tie-breaks take 0.25 s after the start's plan, the simulation 0.29 s on one core; what is
 left of the check after the plan went from 0.18 s to 0.03-0.06 s (waiting for the worker).
+
+The replays are jobs of a few replicas each (``simulate.run.replaying``): the worker takes them
+one after the other, and this process, once its search is done, takes those left (startup's
+simulation ended 0.05-0.1 s after the search when the worker replayed alone).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ if TYPE_CHECKING:  # imported when used: the command line makes one before the o
     from planner.optimize.built import Built
     from planner.optimize.solve import Solved
     from planner.schema.plan import InferenceRow, Plan
-    from planner.simulate.run import ServiceResult
+    from planner.simulate.fleet import ReplayJob
+    from planner.simulate.run import Replaying, ServiceResult
 
 
 class Speculation:
@@ -31,7 +36,7 @@ class Speculation:
 
     def __init__(self, requests: int | None = None, seed: int = 0) -> None:
         self.requests, self.seed = requests, seed
-        self._job: Background | None = None
+        self._job: _Early | None = None
         self._first: dict[str, tuple[int, ...]] = {}  # per service: its replicas and routes simulated
         self._same: set[str] = set()  # services the search's plan serves with those
 
@@ -49,7 +54,7 @@ class Speculation:
         few = len(ctx.problem.inference) < FLEET_SERVICES
         if self._job is None and few and any(s.model is not None for s in ctx.problem.inference):
             self._first = _choices(built, solved)
-            self._job = Background.start(_simulated, (ctx, built, solved, self.requests, self.seed))
+            self._job = _Early.start(ctx, built, solved, self.requests, self.seed)
 
     def ended(self, built: Built, solved: Solved) -> None:
         """The search's plan: the services whose replicas and routes are those simulated keep
@@ -98,17 +103,56 @@ def peak_rows(plan: Plan) -> dict[str, InferenceRow]:
     return {row.name: peak_row(plan, row.name) for row in plan.inference}
 
 
-def _simulated(job: tuple[Any, ...]) -> tuple[dict[str, InferenceRow], list[ServiceResult]]:
-    """In the worker: the plan's rows and its services simulated, one after the other."""
-    from planner.assemble import assemble_plan
-    from planner.errors import PlannerError
-    from planner.io.problem_io import LoadedProblem
-    from planner.simulate.run import simulate_plan
+# replicas per job: startup's 8 replicas of chat took 0.04 s each, so the process that finishes
+# first waits at most about that long for the other
+PARTS = 8
 
-    ctx, built, solved, requests, seed = job
-    plan = assemble_plan(ctx, built, solved)
-    base = ctx.loaded or LoadedProblem(ctx.problem, file=ctx.problem.name, lines={})
-    try:
-        return peak_rows(plan), simulate_plan(plan, base, ctx.catalog, requests, seed, workers=1)
-    except PlannerError:  # the plan's own simulation says why, if it has the same trouble
-        return {}, []
+
+class _Early:
+    """The first plan's rows and its services' replay jobs, taken by one forked worker from now
+    and by this process when it collects (``executors.Background``)."""
+
+    def __init__(self, rows: dict[str, InferenceRow], services: list[Replaying], job: Background) -> None:
+        self.rows, self.services, self.job = rows, services, job
+
+    @classmethod
+    def start(cls, ctx: Context, built: Built, solved: Solved, requests: int, seed: int) -> _Early | None:
+        from planner.assemble import assemble_plan
+        from planner.errors import PlannerError
+        from planner.io.problem_io import LoadedProblem
+        from planner.simulate.from_plan import Skipped, service_specs
+        from planner.simulate.run import replaying
+
+        plan = assemble_plan(ctx, built, solved)
+        base = ctx.loaded or LoadedProblem(ctx.problem, file=ctx.problem.name, lines={})
+        try:
+            specs = service_specs(plan, base, ctx.catalog)
+        except PlannerError:  # the plan's own simulation says why, if it has the same trouble
+            return None
+        services = [
+            replaying(spec, requests, seed, stream, PARTS)
+            for stream, spec in enumerate(specs)
+            if not isinstance(spec, Skipped)
+        ]
+        jobs = [(i, each) for i, s in enumerate(services) for each in s.jobs]
+        job = Background.start(_replayed, jobs)
+        return None if job is None else cls(peak_rows(plan), services, job)
+
+    def result(self) -> tuple[dict[str, InferenceRow], list[ServiceResult]]:
+        from planner.simulate.run import replayed
+
+        done: dict[int, list[Any]] = {}
+        for i, found in self.job.result():
+            done.setdefault(i, []).append(found)
+        return self.rows, [replayed(s, done.get(i, [])) for i, s in enumerate(self.services)]
+
+    def cancel(self) -> None:
+        self.job.cancel()
+
+
+def _replayed(job: tuple[int, ReplayJob]) -> tuple[int, tuple[Any, ...]]:
+    """In the worker, or here once the search is done: one job's replicas replayed."""
+    from planner.simulate.fleet import replay_alone
+
+    i, each = job
+    return i, replay_alone(each)
