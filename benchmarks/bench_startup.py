@@ -11,6 +11,12 @@ Goal: the planner within 2x the baseline. The planner's modules are byte-compile
 as an install compiles them (``--no-compile``: as the work tree has them).
 
     python benchmarks/bench_startup.py [--runs 5] [--problem problems/startup.yaml] [--breakdown]
+        [--against DIR]
+
+``--against DIR``: another checkout of the planner (``git worktree add DIR REV``), run in the same
+rounds as this one (each by ``python -c``, its own directory first on the path), and the median of
+the rounds' differences printed: on a machine whose speed drifts by more than a change saves, the
+paired difference is what measures the change.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 # The top-level packages alone (what one would guess); the measured list above is the reference.
 FIXED_BASELINE = "import ortools.sat.python.cp_model, pydantic, typer, rich, yaml, pandas"
+
+# The console script's entry, for a checkout found first on the path (``--against``).
+_ENTRY = "import sys; sys.argv = ['planner', 'solve', sys.argv[1], '--quiet']; from planner.cli import entry; entry()"
 
 # Runs the CLI in-process (as the console script does), then lists the third-party
 # modules it loaded, parents first.
@@ -124,6 +133,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--problem", default="problems/startup.yaml")
     ap.add_argument("--breakdown", action="store_true", help="also time the phases of one solve in-process")
+    ap.add_argument("--against", type=Path, help="another checkout to compare with, round by round")
     ap.add_argument(
         "--no-compile",
         action="store_true",
@@ -131,14 +141,18 @@ def main() -> None:
         "PYTHONDONTWRITEBYTECODE=1 then compiles them on every run)",
     )
     args = ap.parse_args()
+    checkouts = [ROOT] if args.against is None else [ROOT, args.against.resolve()]
+    if args.against is not None and not (checkouts[1] / "planner" / "cli.py").exists():
+        raise SystemExit(f"--against {args.against}: no planner/cli.py there (a checkout of the planner?)")
     if not args.no_compile:
         # As `pip install .` does for an installed package (its third-party modules, the
         # baseline's, are compiled already); stale files are recompiled, none are removed.
-        subprocess.run(
-            [PY, "-m", "compileall", "-q", str(ROOT / "planner")],
-            env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-            check=True,
-        )
+        for checkout in checkouts:
+            subprocess.run(
+                [PY, "-m", "compileall", "-q", str(checkout / "planner")],
+                env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                check=True,
+            )
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "")}
 
     probe = subprocess.run([PY, "-c", _PROBE, args.problem], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -161,6 +175,11 @@ def main() -> None:
             args.problem,
             "--quiet",
         ]
+
+    paired = [f"{c} (python -c)" for c in checkouts] if args.against is not None else []
+    for label, checkout in zip(paired, checkouts, strict=False):
+        # its directory first on the path: that checkout's planner, not the installed one
+        commands[label] = ["env", f"PYTHONPATH={checkout}", PY, "-c", _ENTRY, args.problem]
 
     # Warm the file cache once so the first timed run is not an outlier.
     for cmd in commands.values():
@@ -188,6 +207,9 @@ def main() -> None:
         f"{'OK' if ratio < 2 else 'OVER'}; median of the rounds' ratios {per_round:.2f}x"
     )
     print(f"planner's own time beyond imports: {planner_s - baseline:.3f} s")
+    if paired:
+        diff = statistics.median(a - b for a, b in zip(times[paired[0]], times[paired[1]], strict=True))
+        print(f"this checkout - {checkouts[1]}: median of the rounds' differences {diff:+.3f} s")
 
     if args.breakdown:
         out = subprocess.run([PY, "-c", _BREAKDOWN, args.problem], cwd=ROOT, capture_output=True, text=True, check=True)
