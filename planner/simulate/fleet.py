@@ -79,9 +79,7 @@ def replay(
         with started_map(replay_alone, jobs, len(jobs)) as collect:
             first, finish = gather(len(traffic.send_s), collect())
         return Outcome(traffic.send_s, first, finish, kind_of)
-    cached = None if traffic.cached is None else traffic.cached.tolist()
-    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached)
-    arrivals = traffic.send_s + delay_s
+    requests, arrivals = _requests(traffic, delay_s)
     pools = [_Pool([Replica(k.engine, requests, DecodeTimes(k.engine)) for _ in range(k.count)]) for k in kinds]
     if router == "round-robin":
         turn = [0] * len(pools)
@@ -105,10 +103,14 @@ def random_replay_jobs(
 ) -> list[ReplayJob]:
     """``replay``'s work under the ``random`` router (the same draws from ``rng``), as at most
     ``parts`` jobs of whole replicas, to run anywhere (``replay_alone``) and ``gather``."""
-    cached = None if traffic.cached is None else traffic.cached.tolist()
-    requests = Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached)
-    arrivals = traffic.send_s + delay_s
+    requests, arrivals = _requests(traffic, delay_s)
     return _replay_jobs(kinds, requests, arrivals, kind_of, rng.random(len(arrivals)), parts)
+
+
+def _requests(traffic: Traffic, delay_s: float) -> tuple[Requests, np.ndarray]:
+    """The requests as the replicas read them, and when each reaches the engine."""
+    cached = None if traffic.cached is None else traffic.cached.tolist()
+    return Requests(traffic.input_tokens.tolist(), traffic.output_tokens.tolist(), cached), traffic.send_s + delay_s
 
 
 def gather(count: int, done: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

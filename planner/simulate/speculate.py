@@ -17,7 +17,7 @@ simulation ended 0.05-0.1 s after the search when the worker replayed alone).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from planner.executors import Background
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # imported when used: the command line makes one before the o
     from planner.optimize.built import Built
     from planner.optimize.solve import Solved
     from planner.schema.plan import InferenceRow, Plan
-    from planner.simulate.fleet import ReplayJob
     from planner.simulate.run import Replaying, ServiceResult
 
 
@@ -103,8 +102,8 @@ def peak_rows(plan: Plan) -> dict[str, InferenceRow]:
     return {row.name: peak_row(plan, row.name) for row in plan.inference}
 
 
-# replicas per job: startup's 8 replicas of chat took 0.04 s each, so the process that finishes
-# first waits at most about that long for the other
+# jobs per service at most, each of whole replicas: startup's 8 replicas of chat took 0.04 s each,
+# so the process that finishes first waits at most about that long for the other
 PARTS = 8
 
 
@@ -120,6 +119,7 @@ class _Early:
         from planner.assemble import assemble_plan
         from planner.errors import PlannerError
         from planner.io.problem_io import LoadedProblem
+        from planner.simulate.fleet import replay_alone
         from planner.simulate.from_plan import Skipped, service_specs
         from planner.simulate.run import replaying
 
@@ -134,25 +134,14 @@ class _Early:
             for stream, spec in enumerate(specs)
             if not isinstance(spec, Skipped)
         ]
-        jobs = [(i, each) for i, s in enumerate(services) for each in s.jobs]
-        job = Background.start(_replayed, jobs)
+        job = Background.start(replay_alone, [each for s in services for each in s.jobs])
         return None if job is None else cls(peak_rows(plan), services, job)
 
     def result(self) -> tuple[dict[str, InferenceRow], list[ServiceResult]]:
         from planner.simulate.run import replayed
 
-        done: dict[int, list[Any]] = {}
-        for i, found in self.job.result():
-            done.setdefault(i, []).append(found)
-        return self.rows, [replayed(s, done.get(i, [])) for i, s in enumerate(self.services)]
+        found = iter(self.job.result())  # in the jobs' order: each service's, one after the other
+        return self.rows, [replayed(s, [next(found) for _ in s.jobs]) for s in self.services]
 
     def cancel(self) -> None:
         self.job.cancel()
-
-
-def _replayed(job: tuple[int, ReplayJob]) -> tuple[int, tuple[Any, ...]]:
-    """In the worker, or here once the search is done: one job's replicas replayed."""
-    from planner.simulate.fleet import replay_alone
-
-    i, each = job
-    return i, replay_alone(each)
