@@ -71,7 +71,7 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
 
     def spy(fn, jobs, workers):  # type: ignore[no-untyped-def]
         calls.append(workers)
-        kinds.append(sum(len(job) == 2 for job in jobs))  # (training, limit): the jobs' part
+        kinds.append(sum(len(job) != 4 for job in jobs))  # every job is (services, catalog, limits, pairs)
         return started(fn, jobs, workers)
 
     monkeypatch.setattr(executors, "started_map", spy)
@@ -79,5 +79,5 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)
     assert len(perf_inference.KEPT) > 0  # the parent kept what the workers estimated
-    assert kinds == [1]  # the jobs' options were sized in a worker too
-    assert len(perf_training.KEPT) > 0  # and the parent kept those estimates
+    assert kinds == [0]  # no worker sizes the training jobs: this process does, meanwhile
+    assert len(perf_training.KEPT) > 0  # so their estimates are this process's own

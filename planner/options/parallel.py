@@ -2,12 +2,12 @@
 
 A service's options on one pool (chassis and GPU) are independent of every other pool's and
 service's, and each takes a rate search per size and precision: on most problems the
-enumeration is the longest step before the solver starts. The training jobs' options are one
-part (a chain's jobs are sized in order), the (service, pool) pairs a few parts per worker;
-workers take the parts as they are free and return the options with the estimates they made:
-the parent keeps them, so later enumerations in the same run (a diagnosis, explanations,
-what-if variants) reuse them as if it had made them itself. The workers start first and the
-caller works meanwhile (the command line imports the solver), then collects; the result is the
+enumeration is the longest step before the solver starts. The (service, pool) pairs are split
+in a few parts per worker; workers take the parts as they are free and return the options with
+the estimates they made: the parent keeps them, so later enumerations in the same run (a
+diagnosis, explanations, what-if variants) reuse them as if it had made them itself. The workers
+start first and the caller works meanwhile (the command line imports the solver), then sizes the
+training jobs (a chain's jobs are sized in order) and takes the parts left; the result is the
 same as one process's, only sooner.
 """
 
@@ -31,7 +31,6 @@ from planner.options.inference import (
 )
 from planner.options.types import PoolLimit, WorkloadOptions
 from planner.perf import inference as perf_inference
-from planner.perf import training as perf_training
 from planner.schema.problem import InferenceService
 
 # (service, pool) pairs with a model to estimate; fewer: starting workers costs more than it
@@ -61,18 +60,20 @@ def workload_options(
 
     limits = {key: limit(key) for key in _pool_keys(catalog)}
     tasks = [(s, p) for s in range(len(services)) for p in range(len(pools))]
-    # the jobs' part first, then the pairs in a few parts per worker, taken by whichever worker
-    # is free: pools differ (startup's even-numbered pools took twice the odd ones' time)
+    # the pairs in a few parts per worker, taken by whichever worker is free: pools differ
+    # (startup's even-numbered pools took twice the odd ones' time)
     parts = PARTS_PER_WORKER * workers
-    jobs: list[Job] = [(training, limit)] + [(services, catalog, limits, tasks[k::parts]) for k in range(parts)]
+    jobs: list[Job] = [(services, catalog, limits, tasks[k::parts]) for k in range(parts)]
     with started_map(_options_of, jobs, workers) as collect:
 
         def joined() -> tuple[list[WorkloadOptions], list[WorkloadOptions]]:
+            # The jobs' options here, while the workers take the pairs: their estimates stay in
+            # this process's memo. A worker's were pickled back (startup: 1.1 MB, 0.03 s of
+            # pickling and unpickling after the last part, which every later step waited for).
+            trained = training(limit)
             done = collect()
-            trained, made_training = done[0]
-            perf_training.KEPT.remember(made_training)
             parts: dict[Task, WorkloadOptions] = {}
-            for part, made in done[1:]:
+            for part, made in done:
                 parts.update(part)
                 perf_inference.KEPT.remember(made)
             served = [
@@ -95,19 +96,12 @@ def _pool_keys(catalog: Catalog) -> set[PoolKey]:
     }
 
 
-Job = (
-    tuple[Callable[[PoolLimit], list[WorkloadOptions]], PoolLimit]
-    | tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]], list[Task]]
-)
+Job = tuple[list[InferenceService], Catalog, dict[PoolKey, tuple[int, str]], list[Task]]
 
 
-def _options_of(job: Job) -> tuple[Any, Any]:
-    """In a worker: the training jobs' options or some services' on some pools, with the
-    estimates made (the parent keeps them)."""
-    if len(job) == 2:
-        training, limit = job
-        before = perf_training.KEPT.keys()
-        return training(limit), perf_training.KEPT.since(before)
+def _options_of(job: Job) -> tuple[dict[Task, WorkloadOptions], Any]:
+    """In a worker: some services' options on some pools, with the estimates made (the parent
+    keeps them)."""
     services, catalog, limits, tasks = job
     pools = service_pools(catalog)
     before = perf_inference.KEPT.keys()
