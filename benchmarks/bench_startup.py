@@ -178,8 +178,10 @@ def main() -> None:
 
     paired = [f"{c} (python -c)" for c in checkouts] if args.against is not None else []
     for label, checkout in zip(paired, checkouts, strict=False):
-        # its directory first on the path: that checkout's planner, not the installed one
-        commands[label] = ["env", f"PYTHONPATH={checkout}", PY, "-c", _ENTRY, args.problem]
+        # its directory first on the path: that checkout's planner, not the installed one. -P: no
+        # working directory ahead of it (this checkout's, where every command runs), which would
+        # have run this checkout's planner for both
+        commands[label] = ["env", f"PYTHONPATH={checkout}", PY, "-P", "-c", _ENTRY, args.problem]
 
     # Warm the file cache once so the first timed run is not an outlier.
     for cmd in commands.values():

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner.errors import CatalogError, InputError
 from planner.fabric import expand
+from planner.io.parse_cache import parsed
 from planner.schema.catalog import CloudFile, Gpu, GpusFile, LlmModel, ModelsFile, Rental, ServerChassis
 from planner.schema.efficiency import EfficiencyFile
 from planner.schema.fabric import Fabric, FabricsFile
@@ -150,10 +151,14 @@ def _lookup(table: dict[str, T], name: str, what: str) -> T:
 def _read(name: str, model: type[M]) -> M:
     ref = resources.files("planner.catalogs") / name
     try:
-        data: Any = yaml.load(ref.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
+        data: Any = parsed(name, ref.read_text(encoding="utf-8"), _parse_yaml)
         return model.model_validate(data)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise CatalogError(f"bundled catalog {name} is invalid: {exc}") from exc
+
+
+def _parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_FAST_LOADER)
 
 
 def _index(items: list[T], what: str) -> dict[str, T]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -12,6 +14,10 @@ from planner.catalog import Catalog, load_catalog
 from planner.io.problem_io import load_problem, loads_problem
 from planner.pipeline import plan_problem
 from planner.schema.plan import Plan
+
+# The catalogs' parse cache (planner.io.parse_cache) in a folder of the test run's, not the user's;
+# the command lines the tests start inherit it.
+os.environ.setdefault("PLANNER_CACHE_DIR", tempfile.mkdtemp(prefix="planner-test-cache-"))
 
 
 def solve_text(text: str, time_limit_s: float | None = None) -> Plan:
