@@ -403,6 +403,24 @@ def test_random_router_replays_replicas_apart_as_in_time_order() -> None:
     assert not np.isnan(outs[1].finish_s).any()
 
 
+def test_jobs_replayed_in_turn_share_tables_and_give_each_job_alone() -> None:
+    """One process replaying jobs in turn prices decode stretches from the tables the jobs before
+    built (``fleet.decode_times``); each job's times are those of the job replayed first, alone."""
+    from planner.simulate import fleet
+
+    traffic, kinds, kind_of = _two_kinds(3, 3000, 400.0, (300, 120), 0.5)
+    jobs = fleet.random_replay_jobs(kinds, traffic, kind_of, 0.0, np.random.default_rng(4), parts=5)
+    assert len(jobs) == 5
+    fleet._TABLES.clear()
+    in_turn = [fleet.replay_alone(job) for job in jobs]
+    assert any(table.blocks for _, table in fleet._TABLES.values())  # later jobs read blocks
+    for job, together in reversed(list(zip(jobs, in_turn, strict=True))):
+        fleet._TABLES.clear()
+        alone = fleet.replay_alone(job)
+        for a, b in zip(alone, together, strict=True):
+            assert np.array_equal(a, b)
+
+
 def test_round_robin_router_takes_the_replicas_in_turn() -> None:
     engine = _engine(ConstantCost(0.01), budget=1000, max_seqs=1, kv=10**6)
     n = 8
