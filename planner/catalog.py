@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner.errors import CatalogError, InputError
 from planner.fabric import expand
-from planner.io.parse_cache import parsed
+from planner.parse_cache import parsed
 from planner.schema.catalog import CloudFile, Gpu, GpusFile, LlmModel, ModelsFile, Rental, ServerChassis
 from planner.schema.efficiency import EfficiencyFile
 from planner.schema.fabric import Fabric, FabricsFile

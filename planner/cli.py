@@ -17,10 +17,13 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.main import get_command_name
+from typer.models import CommandInfo
 
 from planner.commands.alternatives import alternatives
 from planner.commands.common import ProblemArg, err, out, user_errors
@@ -312,11 +315,31 @@ estimate_app.command("training")(estimate_training_cmd)
 def main() -> None:
     route()  # Ctrl-C and SIGTERM: see planner/commands/signals.py
     try:
-        app()
+        with _only_command(sys.argv[1:2]):
+            app()
     except KeyboardInterrupt as exc:  # outside a command (typer itself): still 130 or 143
         code = exit_code(exc)
         err.print("interrupted" if code == 130 else "terminated", markup=False)
         sys.exit(code)
+
+
+@contextlib.contextmanager
+def _only_command(first: list[str]) -> Iterator[None]:
+    """The app with only the command the arguments name, while it runs: typer turns every
+    command's signature into click's parameters on each start (0.018 s, half of it for the
+    commands not run). Help, a name no command has, or none: every command, as listed."""
+    every = app.registered_commands
+    named = [c for c in every if first and _name(c) == first[0]]
+    if named:
+        app.registered_commands = named
+    try:
+        yield
+    finally:
+        app.registered_commands = every
+
+
+def _name(command: CommandInfo) -> str:
+    return command.name or get_command_name(command.callback.__name__ if command.callback else "")
 
 
 def entry() -> None:

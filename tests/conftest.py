@@ -15,7 +15,7 @@ from planner.io.problem_io import load_problem, loads_problem
 from planner.pipeline import plan_problem
 from planner.schema.plan import Plan
 
-# The catalogs' parse cache (planner.io.parse_cache) in a folder of the test run's, not the user's;
+# The catalogs' parse cache (planner.parse_cache) in a folder of the test run's, not the user's;
 # the command lines the tests start inherit it.
 os.environ.setdefault("PLANNER_CACHE_DIR", tempfile.mkdtemp(prefix="planner-test-cache-"))
 

@@ -29,3 +29,22 @@ def test_exit_codes_are_the_commands() -> None:
     missing = _run("solve", "no-such-problem.yaml")
     assert missing.returncode == 2 and "no-such-problem.yaml" in missing.stderr
     assert _run("--help").returncode == 0
+
+
+def test_a_command_named_is_built_alone_and_help_lists_every_command() -> None:
+    """``cli._only_command``: the app holds only the named command while it runs, every command
+    otherwise (help, a misspelt name), and all of them again afterwards."""
+    from planner import cli
+
+    every = [cli._name(c) for c in cli.app.registered_commands]
+    assert {"solve", "whatif", "import-melange"} <= set(every)
+    with cli._only_command(["import-melange"]):
+        assert [cli._name(c) for c in cli.app.registered_commands] == ["import-melange"]
+    for first in ([], ["--help"], ["soolve"], ["estimate"]):
+        with cli._only_command(first):
+            assert [cli._name(c) for c in cli.app.registered_commands] == every
+    assert [cli._name(c) for c in cli.app.registered_commands] == every
+    listed = _run("--help").stdout
+    assert all(name in listed for name in every)
+    wrong = _run("soolve", "problems/startup.yaml")
+    assert wrong.returncode == 2 and "solve" in wrong.stderr  # click's "Did you mean" sees them all

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from planner import catalog as catalog_module
-from planner.io import parse_cache
+from planner import parse_cache
 
 NAMES = ("gpus.yaml", "servers.yaml", "fabrics.yaml", "models.yaml", "efficiency.yaml", "cloud.yaml")
 
