@@ -151,8 +151,11 @@ def _lookup(table: dict[str, T], name: str, what: str) -> T:
 def _read(name: str, model: type[M]) -> M:
     ref = resources.files("planner.catalogs") / name
     try:
-        data: Any = parsed(name, ref.read_text(encoding="utf-8"), _parse_yaml)
-        return model.model_validate(data)
+        text = ref.read_text(encoding="utf-8")
+        try:
+            return model.model_validate(parsed(name, text, _parse_yaml))
+        except ValidationError:  # the file decides, not a cache entry altered since it was written
+            return model.model_validate(_parse_yaml(text))
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise CatalogError(f"bundled catalog {name} is invalid: {exc}") from exc
 

@@ -182,9 +182,9 @@ def _import_solver() -> None:
     """OR-Tools and the model's modules (a quarter of a second), imported while the options'
     workers estimate, and those of what follows the search (the simulation, the verifier, the
     report and its status line: 0.024 s that came after the first plan or after the search,
-    where nothing else ran beside them). Then every object alive is frozen out of the collector's reach: the
-    libraries' modules live until exit, and a full collection walking them costs more than the
-    solve's own garbage. No collection runs during these imports either: their objects all
+    with nothing beside them). Then every object alive is frozen out of the collector's reach:
+    the libraries' modules live until exit, and a full collection walking them costs more than
+    the solve's own garbage. No collection runs during these imports either: their objects all
     live until exit, and collections found nothing to free in them but took 0.02-0.03 s of the
     1.26 s of `planner solve problems/startup.yaml` (measured)."""
     gc.disable()

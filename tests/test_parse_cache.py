@@ -113,3 +113,13 @@ def test_the_catalog_from_the_cache_is_the_catalog_from_yaml(folder: Path) -> No
     assert from_cache.models == from_yaml.models
     assert from_cache.efficiency == from_yaml.efficiency
     assert from_cache.rentals == from_yaml.rentals
+
+
+def test_an_entry_altered_into_other_data_gives_way_to_the_file(folder: Path) -> None:
+    """Valid JSON that is not the file's data (an entry edited by hand): the catalog is read from
+    the YAML, as if there were no entry."""
+    load = catalog_module.load_catalog.__wrapped__
+    expected = load()
+    (entry,) = folder.glob("cloud.yaml-*.json")
+    entry.write_text('{"rentals": [{"gpu": 1}]}', encoding="utf-8")
+    assert load().rentals == expected.rentals
