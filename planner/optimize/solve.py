@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 
 from planner.errors import OutOfTime, PlannerError
 from planner.optimize import budget as run
+from planner.optimize import isolated
 from planner.optimize.budget import budget_spent, settle
 from planner.optimize.budget import cuttable as cuttable  # the run budget's names, where they used to be
 from planner.optimize.budget import detach_budget as detach_budget
@@ -279,7 +280,7 @@ def _run(
     p.max_deterministic_time = limit
     p.log_search_progress = False
     p.catch_sigint_signal = False
-    code = _stoppable(solver, model)
+    code = _search(solver, model, workers)
     if budget is not None:
         budget.deterministic_s -= solver.deterministic_time
     statuses: dict[cp_model.CpSolverStatus, SolveStatus | Literal["invalid"]] = {
@@ -300,6 +301,15 @@ def _run(
         seconds=0.0,
         deterministic_s=solver.deterministic_time,
     )
+
+
+def _search(solver: cp_model.CpSolver, model: cp_model.CpModel, workers: int) -> cp_model.CpSolverStatus:
+    """Several workers interleave their search in a child process, where a CP-SAT crash in it
+    (google/or-tools#5048) is survived by running it again (``optimize.isolated``); one worker's
+    search, every small model's, never showed it and stays here."""
+    if workers > 1 and isolated.available():
+        return isolated.search_in_child(solver, model, _stoppable)
+    return _stoppable(solver, model)
 
 
 def _stoppable(solver: cp_model.CpSolver, model: cp_model.CpModel) -> cp_model.CpSolverStatus:
