@@ -82,3 +82,49 @@ def test_one_worker_searches_here(monkeypatch: pytest.MonkeyPatch) -> None:
     model, _ = _jobs_model()
     assert solve_module._run(model, 1.0, 1).status in ("optimal", "feasible")
     assert forks == []
+
+
+def _hard_model() -> cp_model.CpModel:
+    """Forty jobs on a machine of capacity 4: a plan at once, no proof for a long while."""
+    model = cp_model.CpModel()
+    intervals, demands, ends, weights = [], [], [], []
+    for j in range(40):
+        start, size = model.new_int_var(0, 400, f"s{j}"), 3 + (j * 7) % 10
+        end = model.new_int_var(0, 420, f"e{j}")
+        intervals.append(model.new_interval_var(start, size, end, f"i{j}"))
+        demands.append(1 + (j * 5) % 3)
+        ends.append(end)
+        weights.append(1 + (j * 11) % 9)
+    model.add_cumulative(intervals, demands, 4)
+    model.minimize(sum(w * e for w, e in zip(weights, ends, strict=True)))
+    return model
+
+
+def test_the_runs_alarm_stops_the_child_with_what_it_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's alarm (``OutOfTime``, repeated) while the child searches: the child is asked to
+    stop (SIGUSR1) and its plan is kept, as a search in this process would keep it."""
+    import signal
+
+    from planner.errors import OutOfTime
+
+    asked: list[int] = []
+    kill = os.kill
+    monkeypatch.setattr(os, "kill", lambda pid, sig: (asked.append(sig), kill(pid, sig)))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 2
+    solver.parameters.interleave_search = True
+    solver.parameters.max_time_in_seconds = 120.0  # only if the stop were lost
+
+    def alarm(signum: int, frame: object) -> None:
+        raise OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, 1.0, 0.5)
+    try:
+        code = isolated.search_in_child(solver, _hard_model(), solve_module._stoppable)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert signal.SIGUSR1 in asked
+    assert code == cp_model.FEASIBLE and len(solver.response_proto.solution) > 0
+    assert solver.wall_time < 60  # it stopped when asked, not at its own limit

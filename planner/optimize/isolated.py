@@ -20,11 +20,10 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
-import select
 import signal
 import sys
+import threading
 from collections.abc import Callable
-from typing import Any
 
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
@@ -77,10 +76,13 @@ before_search: Callable[[], None] = lambda: None  # noqa: E731
 def _one_attempt(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Search) -> tuple[str | None, int]:
     """The child's response as text, or None with its wait status when it died without one."""
     read_fd, write_fd = os.pipe()
+    # the child starts with the stop signal held, until its handler is set (its default would kill it)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_fd)
         _child(solver, model, search, write_fd)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     os.close(write_fd)
     try:
         data = _read_all(read_fd, pid)
@@ -89,8 +91,6 @@ def _one_attempt(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Sea
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         raise
-    finally:
-        os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data
     return (data.decode() if ok else None), status
@@ -101,7 +101,8 @@ def _child(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Search, w
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it kills this child
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGUSR1, _stop_now)
+        # the parent's stop: the search ends with what it found (a no-op once it has ended)
+        signal.signal(signal.SIGUSR1, lambda signum, frame: solver.stop_search())
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGUSR1})
         faulthandler.disable()  # a crash here is the parent's one-line warning, not a stack dump
         before_search()
@@ -114,26 +115,41 @@ def _child(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Search, w
         os._exit(code)  # no teardown: the parent's objects are the parent's
 
 
-def _stop_now(signum: int, frame: Any) -> None:
-    raise OutOfTime()  # the search stops with what it found (``solve._stoppable``)
-
-
 def _read_all(fd: int, pid: int) -> bytes:
-    """Everything the child writes, until it closes the pipe; the run's deadline asks it to stop."""
-    chunks: list[bytes] = []
+    """Everything the child writes, until it closes the pipe (the pipe is closed here then).
+
+    A helper thread reads: the run's alarm raises ``OutOfTime`` in this thread only, between
+    waits, and a chunk read is never lost to it. The alarm asks the child to stop; any other
+    exception (Ctrl-C) goes to the caller, which kills the child, so the reader ends too."""
+    box: dict[str, bytes | BaseException] = {}
+    done = threading.Event()
+
+    def read() -> None:
+        chunks: list[bytes] = []
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            box["data"] = b"".join(chunks)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+        finally:
+            os.close(fd)
+            done.set()
+
+    threading.Thread(target=read, name="cp-sat-child", daemon=True).start()
     while True:
         try:
-            ready, _, _ = select.select([fd], [], [], POLL_S)
-        except OutOfTime:
+            if done.wait(POLL_S):
+                break
+        except OutOfTime:  # the run's alarm, again each few seconds until the child answers
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGUSR1)
-            continue
-        if not ready:
-            continue
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+    error = box.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    data = box["data"]
+    assert isinstance(data, bytes)
+    return data
 
 
 def _death(status: int) -> str:
