@@ -121,7 +121,7 @@ def test_the_runs_alarm_stops_the_child_with_what_it_found(monkeypatch: pytest.M
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, 1.0, 0.5)
     try:
-        code = isolated.search_in_child(solver, _hard_model(), solve_module._stoppable)
+        code = isolated.search_in_child(solver, _hard_model())
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

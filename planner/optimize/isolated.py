@@ -10,9 +10,10 @@ search is deterministic, so running it again gives the same answer.
 The child is a fork: it has the model and the solver's parameters already. It sends back the
 response in protobuf text format (doubles round-trip exactly), and the caller's solver answers
 from it. Its search stops by itself at the run's deadline (``max_time_in_seconds``, set before
-the fork: interval timers do not survive one). The run's alarm (``OutOfTime``) while waiting:
-the child is asked to stop (SIGUSR1) and what it found is kept, as a search in this process
-would. Ctrl-C or any other error while waiting: the child is killed and the error goes on.
+the fork: interval timers do not survive one). The caller waits as for a search of its own
+(``optimize.stoppable``): at the run's alarm (``OutOfTime``) the child is asked to stop
+(SIGUSR1) and what it found is kept; at Ctrl-C or any other error it is killed, and the error
+goes on.
 """
 
 from __future__ import annotations
@@ -22,20 +23,16 @@ import faulthandler
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
-from planner.errors import OutOfTime, PlannerError
+from planner.errors import PlannerError
 from planner.optimize.budget import current, settle
+from planner.optimize.stoppable import ANSWERED, stoppable, waited
 
 ATTEMPTS = 3
-POLL_S = 0.1
-_ANSWERED = (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE)
-
-Search = Callable[[cp_model.CpSolver, cp_model.CpModel], cp_model.CpSolverStatus]
 
 
 def available() -> bool:
@@ -43,20 +40,16 @@ def available() -> bool:
     return sys.platform.startswith("linux")
 
 
-def search_in_child(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Search) -> cp_model.CpSolverStatus:
-    """``search(solver, model)`` in a child process, up to ``ATTEMPTS`` times while CP-SAT dies
+def search_in_child(solver: cp_model.CpSolver, model: cp_model.CpModel) -> cp_model.CpSolverStatus:
+    """The search of ``stoppable`` in a child process, up to ``ATTEMPTS`` times while CP-SAT dies
     there; then ``solver`` answers as if it had searched (values, objective, bound, times)."""
     for attempt in range(1, ATTEMPTS + 1):
         budget = current()
         if attempt > 1 and budget is not None:  # the run's deadline stands: what is left of it
             solver.parameters.max_time_in_seconds = max(0.0, budget.wall_left())
-        text, status = _one_attempt(solver, model, search)
-        if text is not None:
-            response = cmh.CpSolverResponse()
-            response.parse_text_format(text)
+        response, status = _one_attempt(solver, model)
+        if response is not None:
             solver._CpSolver__response = response  # type: ignore[attr-defined]  # CpSolver has no public setter
-            if response.status in _ANSWERED:
-                settle()
             return response.status
         print(
             f"warning: CP-SAT died in its search ({_death(status)}, google/or-tools#5048); "
@@ -73,83 +66,64 @@ def search_in_child(solver: cp_model.CpSolver, model: cp_model.CpModel, search: 
 before_search: Callable[[], None] = lambda: None  # noqa: E731
 
 
-def _one_attempt(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Search) -> tuple[str | None, int]:
-    """The child's response as text, or None with its wait status when it died without one."""
+def _one_attempt(solver: cp_model.CpSolver, model: cp_model.CpModel) -> tuple[cmh.CpSolverResponse | None, int]:
+    """The child's response, or None with its wait status when it died without one."""
     read_fd, write_fd = os.pipe()
     # the child starts with the stop signal held, until its handler is set (its default would kill it)
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_fd)
-        _child(solver, model, search, write_fd)
+        _child(solver, model, write_fd)
     signal.pthread_sigmask(signal.SIG_SETMASK, held)
     os.close(write_fd)
+
+    def send(sig: signal.Signals) -> None:
+        with contextlib.suppress(OSError):  # reaped already: it has ended
+            os.kill(pid, sig)
+
+    # the deadline: it stops with what it found; Ctrl-C or another error: it is killed
+    return waited(
+        lambda: _answer(read_fd, pid), lambda: send(signal.SIGUSR1), "cp-sat-child", lambda: send(signal.SIGKILL)
+    )
+
+
+def _answer(fd: int, pid: int) -> tuple[cmh.CpSolverResponse | None, int]:
+    """Everything the child writes until it ends, and how it ended; a complete answer parsed,
+    and the run settled by it, here in the waited thread, as a search in this process would."""
+    chunks: list[bytes] = []
     try:
-        data = _read_all(read_fd, pid)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
     _, status = os.waitpid(pid, 0)
-    ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data
-    return (data.decode() if ok else None), status
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and chunks):
+        return None, status
+    response = cmh.CpSolverResponse()
+    response.parse_text_format(b"".join(chunks).decode())
+    if response.status in ANSWERED:
+        settle()
+    return response, status
 
 
-def _child(solver: cp_model.CpSolver, model: cp_model.CpModel, search: Search, write_fd: int) -> None:
+def _child(solver: cp_model.CpSolver, model: cp_model.CpModel, write_fd: int) -> None:
     code = 70
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it kills this child
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this child
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         # the parent's stop: the search ends with what it found (a no-op once it has ended)
         signal.signal(signal.SIGUSR1, lambda signum, frame: solver.stop_search())
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGUSR1})
         faulthandler.disable()  # a crash here is the parent's one-line warning, not a stack dump
         before_search()
-        search(solver, model)
+        stoppable(solver, model)
         data = str(solver.response_proto).encode()
         with os.fdopen(write_fd, "wb") as out:
             out.write(data)
         code = 0
     finally:
         os._exit(code)  # no teardown: the parent's objects are the parent's
-
-
-def _read_all(fd: int, pid: int) -> bytes:
-    """Everything the child writes, until it closes the pipe (the pipe is closed here then).
-
-    A helper thread reads: the run's alarm raises ``OutOfTime`` in this thread only, between
-    waits, and a chunk read is never lost to it. The alarm asks the child to stop; any other
-    exception (Ctrl-C) goes to the caller, which kills the child, so the reader ends too."""
-    box: dict[str, bytes | BaseException] = {}
-    done = threading.Event()
-
-    def read() -> None:
-        chunks: list[bytes] = []
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            box["data"] = b"".join(chunks)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            os.close(fd)
-            done.set()
-
-    threading.Thread(target=read, name="cp-sat-child", daemon=True).start()
-    while True:
-        try:
-            if done.wait(POLL_S):
-                break
-        except OutOfTime:  # the run's alarm, again each few seconds until the child answers
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGUSR1)
-    error = box.get("error")
-    if isinstance(error, BaseException):
-        raise error
-    data = box["data"]
-    assert isinstance(data, bytes)
-    return data
 
 
 def _death(status: int) -> str:

@@ -12,21 +12,21 @@ and leave SIGINT at its default action afterwards).
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ortools.sat.python import cp_model
 
 from planner.errors import OutOfTime, PlannerError
 from planner.optimize import budget as run
 from planner.optimize import isolated
-from planner.optimize.budget import budget_spent, settle
+from planner.optimize.budget import budget_spent
 from planner.optimize.budget import cuttable as cuttable  # the run budget's names, where they used to be
 from planner.optimize.budget import detach_budget as detach_budget
 from planner.optimize.budget import run_budget as run_budget
+from planner.optimize.stoppable import stoppable
 
 # Deterministic time limits only, and a fixed search: the same problem gives the same
 # plan on any machine (cpsat-notes: several free-running workers with a wall-clock
@@ -58,7 +58,6 @@ CUT_LEVEL = 0
 # on seed 7 run beside seed 13. The price: seed 13's gap at 60 det. s went 1.46% -> 1.63% (bisected
 # to this setting alone, stops 43-44); seed 7 1.49% -> 1.35%.
 SHARE_OBJECTIVE_BOUNDS = False
-POLL_S = 0.1  # how often a waiting thread looks for Ctrl-C or the deadline
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
 
@@ -308,49 +307,5 @@ def _search(solver: cp_model.CpSolver, model: cp_model.CpModel, workers: int) ->
     (google/or-tools#5048) is survived by running it again (``optimize.isolated``); one worker's
     search, every small model's, never showed it and stays here."""
     if workers > 1 and isolated.available():
-        return isolated.search_in_child(solver, model, _stoppable)
-    return _stoppable(solver, model)
-
-
-def _stoppable(solver: cp_model.CpSolver, model: cp_model.CpModel) -> cp_model.CpSolverStatus:
-    """``solver.solve(model)`` in a helper thread; the caller waits in slices, so Ctrl-C stops the
-    search at once (and is raised again), and the deadline stops it with what it found.
-
-    The wait is on an event, not ``Thread.join``: in Python 3.11 a join interrupted by Ctrl-C can
-    mark a running thread as stopped, and the interpreter then exits under a running solver (abort).
-    """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["code"] = code = solver.solve(model)
-            if code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
-                settle()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="cp-sat", daemon=True).start()
-    try:
-        while not done.wait(POLL_S):
-            pass
-    except OutOfTime:
-        _stop(solver, done)  # the deadline: keep what the search found
-    except BaseException:
-        _stop(solver, done)
-        raise
-    if "error" in box:
-        raise box["error"]
-    code: cp_model.CpSolverStatus = box["code"]
-    return code
-
-
-def _stop(solver: cp_model.CpSolver, done: threading.Event) -> None:
-    """Stop the search and wait for the solver to return (it checks for the stop often). A second
-    Ctrl-C meanwhile changes nothing: the first one is already on its way."""
-    while not done.is_set():
-        solver.stop_search()  # again each slice: a search still starting up may miss the first call
-        with contextlib.suppress(BaseException):
-            done.wait(POLL_S)
+        return isolated.search_in_child(solver, model)
+    return stoppable(solver, model)
