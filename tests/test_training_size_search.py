@@ -77,3 +77,9 @@ def _same_as_a_scan(sizes: Sequence[int], est: Callable[[int], TrainingEstimate]
         return 0
     assert found == in_time[0]
     return 1
+
+
+def test_a_zero_day_window_met_in_zero_days_takes_the_smallest_size() -> None:
+    """The guess divides by the window: a job done in no time within no time is still answered."""
+    found, _ = _smallest_in_time([1, 2, 4, 8], lambda n: TrainingEstimate(fits=True, days=0.0), 0.0)
+    assert found == 1

@@ -195,7 +195,8 @@ def _smallest_in_time(sizes: Sequence[int], estimate: Estimator, window: float) 
     # in growing steps, then halved: the same smallest size as a bisection of the whole range, in
     # 2-5 estimates instead of 9-12 on a fabric's hundreds of sizes (startup's jobs: 2,544 -> 829
     # estimates in these searches, 0.11 -> 0.05 s to size both).
-    guess = bisect.bisect_left(sizes, math.ceil(sizes[-1] * largest.days / window))
+    share = largest.days / window if window > 0 else 0.0  # at most 1: the largest size is in time
+    guess = bisect.bisect_left(sizes, math.ceil(sizes[-1] * share))
     lo, hi = _bracket(in_time, min(guess, len(sizes) - 1), len(sizes) - 1)
     while lo < hi:
         mid = (lo + hi) // 2
