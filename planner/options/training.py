@@ -175,8 +175,8 @@ def estimate_job(
 def _smallest_in_time(sizes: Sequence[int], estimate: Estimator, window: float) -> tuple[int | None, str]:
     """The smallest size that fits in memory and finishes within the window.
 
-    Larger jobs finish sooner (scaling losses are small per doubling), so the
-    search is a binary search over the sorted sizes.
+    Larger jobs finish sooner (scaling losses are small per doubling), so the sizes in time are
+    the largest ones, and the search brackets the first of them from a guess, then bisects.
     """
     if not sizes:
         return None, "no job size available"
