@@ -28,7 +28,7 @@ from planner.optimize.built import Built, Expr, FabricVars, PoolVars, upper
 from planner.optimize.costs import objective, rent
 from planner.optimize.disagg import kv_nic_limits
 from planner.optimize.fleet_cuts import add_fleet_cuts, forced_fleet_cuts
-from planner.optimize.floors import service_floors
+from planner.optimize.floors import add_service_floors, start_service_floors
 from planner.optimize.jobs import job_items, training
 from planner.optimize.serving import serving
 from planner.optimize.time_sharing import Item, ancestors, share, share_by_year
@@ -61,6 +61,8 @@ def build(
     _pools(b, problem, catalog, workloads, relax, pools)
     training(b, problem, workloads)
     serving(b, problem, catalog, workloads, relax)
+    # the floors price a replica for the whole horizon; solved beside the rest of the build
+    floors = start_service_floors(b, problem, catalog, rates, relax) if b.periods == 1 else None
     kv_nic_limits(b, catalog)
     _gpu_use(b, problem)
     gpu_type_flags(b)
@@ -72,8 +74,8 @@ def build(
     for fam, lim in limits:  # the table of named limits: each family adds its own
         fam.add(b, problem, catalog, lim, b.slacks.get(lim.name, 0))
     b.tco = objective(b, problem, catalog, rates) + rent(b, problem, rates)
-    if b.periods == 1:  # the floors price a replica for the whole horizon
-        service_floors(b, problem, catalog, rates, relax)
+    if floors is not None:
+        add_service_floors(b, floors)
         if a_fleet(b):
             add_fleet_cuts(b, problem, catalog, workloads, rates)
         else:
