@@ -41,7 +41,7 @@ class FabricVars:
 
 @dataclass
 class Floor:
-    """A service alone (``optimize.floors.service_floors``): its replica kinds, each replica's
+    """A service alone (``optimize.floors.start_service_floors``): its replica kinds, each replica's
     share of servers and racks (or rent) in whole dollars, rates in model units, replicas per
     failure domain, demand and spares; and the floor found: (least cost, replicas per kind)."""
 

@@ -6,7 +6,7 @@ hold each job's sliver, not the jobs that run at the same time: on the benchmark
 every plan found, and the search never raised that part of the bound. So the jobs are solved
 alone, with everything the model holds them to (one option each, release days, ``after``
 chains, deadlines that are not relaxed, and the pools shared over time), pricing a free GPU at
-its share of a server and a rack (``floors.service_floors``) and a rented job at its rent. The
+its share of a server and a rack (``floors.start_service_floors``) and a rented job at its rent. The
 proven bound ``J`` becomes
 
     sum over pools (share x free GPUs) + rent of the jobs' rented options >= J

@@ -2,7 +2,7 @@
 
 Each owned GPU type costs ``finance.ops_usd_per_gpu_type_year`` whatever its size, through a
 0/1 flag (``model.gpu_type_used``) that the LP relaxation sets to a sliver, and a service's
-floor (``floors.service_floors``) is its cost with every type open. On the benchmark fleet
+floor (``floors.start_service_floors``) is its cost with every type open. On the benchmark fleet
 without jobs (``benchmarks/generate.py --seed 7 --jobs 0``) the plan paid $580k of type charges
 (7 types) and the search's bound stalled $720k below it: the gap was mostly those charges.
 
