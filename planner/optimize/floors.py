@@ -5,7 +5,6 @@ puts it in the model, and the small model the consolidated start and the closing
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from planner.optimize.costs import rent_pv_usd
 from planner.optimize.disagg import group_flows
 from planner.optimize.serving import domain_spare
 from planner.optimize.solve import CUT_LEVEL
+from planner.optimize.stoppable import Helper
 from planner.perf.memo import Memo
 from planner.pricing import pool_pue, server_unit_tco_usd
 from planner.schema.problem import Problem
@@ -26,13 +26,11 @@ from planner.schema.problem import Problem
 
 @dataclass
 class PendingFloors:
-    """The services' floors being solved in a thread (``start_service_floors``): what each found
-    (by service), or the exception that stopped them."""
+    """The services' floors being solved in a thread (``start_service_floors``): what each finds,
+    by service, in their order."""
 
     floors: list[tuple[str, Floor]]
-    thread: threading.Thread
-    found: dict[str, tuple[int, tuple[int, ...]] | None]
-    failed: list[BaseException]
+    found: Helper[list[tuple[int, tuple[int, ...]] | None]]
 
 
 def start_service_floors(
@@ -83,28 +81,17 @@ def start_service_floors(
     # a fleet's starts are built from its floors' mixes (``optimize.consolidate``): they keep the
     # settings they were measured with; a few services get the quick try first
     quick = len(floors) < FLEET_SERVICES
-    found: dict[str, tuple[int, tuple[int, ...]] | None] = {}
-    failed: list[BaseException] = []
-
-    def solve_all() -> None:
-        try:
-            for name, floor in floors:
-                found[name] = service_floor(floor, name, quick=quick)
-        except BaseException as exc:  # raised where the floors are awaited
-            failed.append(exc)
-
-    thread = threading.Thread(target=solve_all, name="service floors", daemon=True)
-    thread.start()
-    return PendingFloors(floors, thread, found, failed)
+    found = Helper(lambda: [service_floor(floor, name, quick=quick) for name, floor in floors], "service floors")
+    return PendingFloors(floors, found)
 
 
 def add_service_floors(b: Built, pending: PendingFloors) -> None:
     """The floors found (``start_service_floors``), and each service's cut, in the services' order."""
-    pending.thread.join()
-    if pending.failed:
-        raise pending.failed[0]
-    for name, floor in pending.floors:
-        floor.found = found = pending.found[name]
+    # each floor ends within its own limit: nothing to stop early, and at Ctrl-C or the run's
+    # deadline they are waited for before it goes on (the build ends there, as in turn it would)
+    found_all = pending.found.wait(stop=lambda: None, keep_at_deadline=False)
+    for (name, floor), found in zip(pending.floors, found_all, strict=True):
+        floor.found = found
         b.floors[name] = floor
         if found is not None:
             b.model.add(sum(c * r for c, (_, r) in zip(floor.costs, floor.reps, strict=True)) >= found[0]).with_name(

@@ -1,4 +1,5 @@
-"""Work the caller waits for in short slices: a CP-SAT search here or in a child process.
+"""Work the caller waits for in short slices: a CP-SAT search here or in a child process, or
+the services' floors solved beside the model's build.
 
 The work runs in a helper thread while the calling thread waits on an event, so Ctrl-C (or the
 run's deadline, ``OutOfTime``) reaches the caller at once instead of when the work returns. Then
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ortools.sat.python import cp_model
 
@@ -27,33 +28,49 @@ POLL_S = 0.1  # how often a waiting thread looks for Ctrl-C or the deadline
 ANSWERED = (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE)
 
 
-def waited(work: Callable[[], T], stop: Callable[[], None], name: str, abandon: Callable[[], None] | None = None) -> T:
-    """``work()`` in a helper thread named ``name``; ``stop()`` asks it to end early with what it
-    has, ``abandon()`` (default: ``stop``) to end before an exception is raised again."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
+class Helper(Generic[T]):
+    """``work()`` in a helper thread named ``name``, from now; ``wait`` for what it returns."""
 
-    def run() -> None:
+    def __init__(self, work: Callable[[], T], name: str) -> None:
+        self._box: dict[str, Any] = {}
+        self._done = threading.Event()
+
+        def run() -> None:
+            try:
+                self._box["value"] = work()
+            except BaseException as exc:  # re-raised in the caller's thread
+                self._box["error"] = exc
+            finally:
+                self._done.set()
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+
+    def wait(
+        self, stop: Callable[[], None], abandon: Callable[[], None] | None = None, keep_at_deadline: bool = True
+    ) -> T:
+        """The work's value, waiting in slices. ``stop()`` asks it to end early with what it has,
+        ``abandon()`` (default: ``stop``) to end before an exception is raised again; at the
+        deadline (``OutOfTime``) its value is kept, or with ``keep_at_deadline`` False the deadline
+        is raised again too, once the work has ended."""
         try:
-            box["value"] = work()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
+            while not self._done.wait(POLL_S):
+                pass
+        except OutOfTime:
+            _until_done(stop if keep_at_deadline else abandon or stop, self._done)
+            if not keep_at_deadline:
+                raise
+        except BaseException:
+            _until_done(abandon or stop, self._done)
+            raise
+        if "error" in self._box:
+            raise self._box["error"]
+        value: T = self._box["value"]
+        return value
 
-    threading.Thread(target=run, name=name, daemon=True).start()
-    try:
-        while not done.wait(POLL_S):
-            pass
-    except OutOfTime:
-        _until_done(stop, done)  # the deadline: keep what the work found
-    except BaseException:
-        _until_done(abandon or stop, done)
-        raise
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
+
+def waited(work: Callable[[], T], stop: Callable[[], None], name: str, abandon: Callable[[], None] | None = None) -> T:
+    """``work()`` in a helper thread named ``name``, waited for (``Helper.wait``)."""
+    return Helper(work, name).wait(stop, abandon)
 
 
 def _until_done(stop: Callable[[], None], done: threading.Event) -> None:
