@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from planner.catalog_cache import built_once
 from planner.errors import CatalogError, InputError
 from planner.fabric import expand
 from planner.parse_cache import parsed
@@ -148,15 +149,20 @@ def _lookup(table: dict[str, T], name: str, what: str) -> T:
     return table[key]
 
 
-def _read(name: str, model: type[M]) -> M:
-    ref = resources.files("planner.catalogs") / name
+def _text(name: str) -> str:
     try:
-        text = ref.read_text(encoding="utf-8")
+        return (resources.files("planner.catalogs") / name).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"bundled catalog {name} is invalid: {exc}") from exc
+
+
+def _read(name: str, text: str, model: type[M]) -> M:
+    try:
         try:
             return model.model_validate(parsed(name, text, _parse_yaml))
         except ValidationError:  # the file decides, not a cache entry altered since it was written
             return model.model_validate(_parse_yaml(text))
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
+    except (yaml.YAMLError, ValidationError) as exc:
         raise CatalogError(f"bundled catalog {name} is invalid: {exc}") from exc
 
 
@@ -174,15 +180,26 @@ def _index(items: list[T], what: str) -> dict[str, T]:
     return out
 
 
+CATALOG_FILES = ("gpus.yaml", "servers.yaml", "fabrics.yaml", "models.yaml", "efficiency.yaml", "cloud.yaml")
+
+
 @functools.cache
 def load_catalog() -> Catalog:
-    gpus = _index(_read("gpus.yaml", GpusFile).gpus, "GPU")
-    servers_file = _read("servers.yaml", ServersFile)
+    """The bundled catalog: built from its files once, then kept between runs while they and
+    the code that reads them are the same (``catalog_cache``)."""
+    texts = {name: _text(name) for name in CATALOG_FILES}
+    return built_once(texts, Catalog, lambda: built_catalog(texts))
+
+
+def built_catalog(texts: dict[str, str]) -> Catalog:
+    """The catalog made from the text of each of ``CATALOG_FILES``, validated."""
+    gpus = _index(_read("gpus.yaml", texts["gpus.yaml"], GpusFile).gpus, "GPU")
+    servers_file = _read("servers.yaml", texts["servers.yaml"], ServersFile)
     servers = _index(servers_file.servers, "server")
-    fabrics = _index(expand(_read("fabrics.yaml", FabricsFile)), "fabric")
-    models = _index(_read("models.yaml", ModelsFile).models, "model")
-    efficiency = _read("efficiency.yaml", EfficiencyFile)
-    rentals = {r.gpu: r for r in _read("cloud.yaml", CloudFile).rentals}
+    fabrics = _index(expand(_read("fabrics.yaml", texts["fabrics.yaml"], FabricsFile)), "fabric")
+    models = _index(_read("models.yaml", texts["models.yaml"], ModelsFile).models, "model")
+    efficiency = _read("efficiency.yaml", texts["efficiency.yaml"], EfficiencyFile)
+    rentals = {r.gpu: r for r in _read("cloud.yaml", texts["cloud.yaml"], CloudFile).rentals}
     catalog = Catalog(
         gpus,
         servers,

@@ -36,7 +36,9 @@ _LEAD_TIME_DOC = "typical weeks from order to delivery, where a public figure ex
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a validator is built on its class's first validation, not at import: a run that reads the
+    # bundled catalog as kept (``planner.catalog_cache``) validates none of them
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Source(Strict):
