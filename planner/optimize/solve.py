@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -216,10 +216,16 @@ def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
     """Hint every variable of ``model`` with its value in the solver's solution (of this model
     or of one with the same variables first), set on the proto at once: as ``add_hint`` per
     variable would, in index order, in a tenth of the time."""
-    model.clear_hints()
     values = list(solver.response_proto.solution)[: len(model.proto.variables)]
+    set_hint(model, range(len(values)), values)
+
+
+def set_hint(model: cp_model.CpModel, indices: Iterable[int], values: Iterable[int]) -> None:
+    """The model's hint: each variable (by index) at its value, in their order, set on the proto
+    at once (``add_hint`` per variable makes the same hint; startup's 1,700 took 0.008 s)."""
+    model.clear_hints()
     hint = model.proto.solution_hint
-    hint.vars.extend(range(len(values)))
+    hint.vars.extend(indices)
     hint.values.extend(values)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model, cp_model_helper
 
 from planner.optimize.built import Built, Expr, upper
-from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, presolve_passes, solve
+from planner.optimize.solve import WORKERS, Solved, _hint_from, _run, presolve_passes, set_hint, solve
 
 TIE_LIMIT = 2.0  # deterministic seconds per re-solve
 SAFE_RANGE = 2**53  # largest weighted objective solved in one stage (exact as a double)
@@ -83,9 +83,7 @@ def break_ties(b: Built, first: Solved, limit: float = TIE_LIMIT) -> Solved:
             # stage's optimum too, no solve needed (startup: one of its three tie-break solves)
             model.add(b.tco <= cheapest)
             solver = first.solver  # it answers for the original variables, all the caller reads
-            model.clear_hints()
-            for index, value in first_hint.items():
-                model.add_hint(model.get_int_var_from_proto_index(index), value)
+            set_hint(model, first_hint.keys(), first_hint.values())
             continue
         model.minimize(objective)
         # No probing: it can spend the whole limit in presolve on a large model (measured:
