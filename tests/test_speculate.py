@@ -80,3 +80,21 @@ def test_a_fleet_is_not_simulated_early(monkeypatch: pytest.MonkeyPatch) -> None
     _, plan = _planned("startup.yaml", early)
     assert early._job is None
     assert early.results(plan, SOLVE_REQUESTS, 0) == {}
+
+
+def test_services_known_already_are_not_simulated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx, plan = _planned("inference-tight-power.yaml", None)
+    assert ctx.loaded is not None
+    fresh = run_module.simulate_plan(plan, ctx.loaded, ctx.catalog, requests=2_000, seed=3)
+    simulated = [i for i, r in enumerate(fresh) if r.holds is not None]
+    assert len(simulated) >= 2
+    first = fresh[simulated[0]]
+    here = _simulated_here(monkeypatch)
+    again = run_module.simulate_plan(plan, ctx.loaded, ctx.catalog, requests=2_000, seed=3, known={first.name: first})
+    assert again[simulated[0]] is first
+    assert here == [fresh[i].name for i in simulated[1:]]
+
+    def content(results: list[run_module.ServiceResult]) -> list[tuple[object, ...]]:
+        return [(r.name, r.row, r.holds, r.buckets) for r in results]  # all but the wall time
+
+    assert content(again) == content(fresh)  # every other service on its own random stream, as before

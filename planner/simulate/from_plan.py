@@ -9,6 +9,7 @@ latency targets. Each service is simulated in the year of its peak planned rate.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,12 +61,17 @@ class Skipped:
     reason: str
 
 
-def service_specs(plan: Plan, loaded: LoadedProblem, catalog: Catalog) -> list[ServiceSpec | Skipped]:
-    """Every service of the problem, in its order: a spec, or why it cannot be simulated."""
+def service_specs(
+    plan: Plan, loaded: LoadedProblem, catalog: Catalog, names: Collection[str] | None = None
+) -> list[ServiceSpec | Skipped]:
+    """Every service of the problem (or those ``names`` names), in its order: a spec, or why it
+    cannot be simulated."""
     if plan.status == "infeasible":
         raise InputError("the plan is infeasible: there is nothing to simulate", file=plan.problem)
     out: list[ServiceSpec | Skipped] = []
     for svc in loaded.problem.inference:
+        if names is not None and svc.name not in names:
+            continue
         if not any(r.name == svc.name for r in plan.inference):
             raise InputError(
                 f"service {svc.name!r} of the problem is not in the plan",

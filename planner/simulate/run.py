@@ -156,14 +156,16 @@ def simulate_plan(
     from planner.executors import map_ordered
 
     known = known or {}
-    specs = service_specs(plan, loaded, catalog)
-    todo = [(stream, spec) for stream, spec in enumerate(specs) if isinstance(spec, Skipped) or spec.name not in known]
+    names = [svc.name for svc in loaded.problem.inference]
+    stream_of = {name: stream for stream, name in enumerate(names)}  # a service's random stream: its position
+    specs = service_specs(plan, loaded, catalog, {n for n in names if n not in known})  # no spec for the others
+    todo = [(stream_of[spec.name], spec) for spec in specs]
     simulated = sum(not isinstance(spec, Skipped) for _, spec in todo)
     inner = workers if simulated == 1 else 1
     jobs = [(spec, requests, seed, stream, router, inner) for stream, spec in todo]
     found = map_ordered(_simulate_job, jobs, workers=min(workers, simulated))
     done = dict(zip([stream for stream, _ in todo], found, strict=True))
-    return [done[stream] if stream in done else known[spec.name] for stream, spec in enumerate(specs)]
+    return [done[stream] if stream in done else known[name] for stream, name in enumerate(names)]
 
 
 def _simulate_job(job: tuple[ServiceSpec | Skipped, int, int, int, str, int]) -> ServiceResult:
