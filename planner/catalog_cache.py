@@ -16,18 +16,16 @@ written whole (a temporary file, then renamed), the older ones removed.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import io
-import os
 import pickle
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from planner.parse_cache import cache_dir
+from planner.parse_cache import cache_dir, replace_entry
 
 T = TypeVar("T")
 
@@ -53,13 +51,12 @@ def built_once(texts: Mapping[str, str], kind: type[T], build: Callable[[], T]) 
         key = entry_key(texts)
     except OSError:  # a module's source cannot be read: no way to tell an entry is current
         return build()
-    folder = cache_dir()
-    path = folder / f"{STEM}-{key}.pickle"
+    path = cache_dir() / f"{STEM}-{key}.pickle"
     kept = _read(path)
     if isinstance(kept, kind):
         return kept
     value = build()
-    _store(folder, path, value)
+    _store(path, value)
     return value
 
 
@@ -106,23 +103,9 @@ class _CatalogClasses(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not a catalog class")
 
 
-def _store(folder: Path, path: Path, value: object) -> None:
+def _store(path: Path, value: object) -> None:
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):  # nothing pickle holds: no entry
         return
-    import tempfile  # only when an entry is written
-
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{STEM}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(temporary, path)
-        except OSError:
-            os.unlink(temporary)
-            raise
-        for old in folder.glob(f"{STEM}-*.pickle"):  # built from earlier files or code
-            if old != path:
-                old.unlink(missing_ok=True)
+    replace_entry(path, data, f"{STEM}-*.pickle")  # entries built from earlier files or code go

@@ -38,35 +38,42 @@ def cache_dir() -> Path:
 def parsed(stem: str, text: str, parse: Callable[[str], Any]) -> Any:
     """``parse(text)``, or the same data from the cache; ``stem`` names the entry (one per file)."""
     digest = hashlib.sha256(f"{FORMAT}\0{text}".encode()).hexdigest()[:32]
-    folder = cache_dir()
-    path = folder / f"{stem}-{digest}.json"
+    path = cache_dir() / f"{stem}-{digest}.json"
     with contextlib.suppress(OSError, ValueError):
         return json.loads(path.read_text(encoding="utf-8"), object_hook=_decode)
     data = parse(text)
-    _store(folder, stem, path, data)
+    _store(stem, path, data)
     return data
 
 
-def _store(folder: Path, stem: str, path: Path, data: Any) -> None:
+def _store(stem: str, path: Path, data: Any) -> None:
     try:
         text = json.dumps(data, default=_encode, allow_nan=True)
     except (TypeError, ValueError):  # nothing JSON holds exactly: no entry
         return
     if json.loads(text, object_hook=_decode) != data:  # a key that was not a string, say
         return
+    replace_entry(path, text.encode("utf-8"), f"{stem}-*.json")
+
+
+def replace_entry(path: Path, data: bytes, family: str) -> None:
+    """``data`` written whole as the cache entry ``path`` (a temporary file, then renamed), and
+    every other entry of its ``family`` (a glob in the same folder: its earlier versions)
+    removed; a folder that cannot be written leaves the cache as it was."""
     import tempfile  # only when an entry is written
 
+    folder = path.parent
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{stem}-", suffix=".tmp")
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.stem}-", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
             os.replace(temporary, path)
         except OSError:
             os.unlink(temporary)
             raise
-        for old in folder.glob(f"{stem}-*.json"):  # the file's earlier versions
+        for old in folder.glob(family):
             if old != path:
                 old.unlink(missing_ok=True)
 
