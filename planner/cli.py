@@ -26,9 +26,10 @@ from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from planner.commands.alternatives import alternatives
-from planner.commands.common import ProblemArg, err, out, user_errors
+from planner.commands.common import ProblemArg, err, out, shows_status, user_errors, working
 from planner.commands.inputs import catalog, import_melange
 from planner.commands.perf import calibrate, estimate_inference_cmd, estimate_training_cmd
+from planner.commands.plugins import skip_scan
 from planner.commands.signals import exit_code, held, route
 from planner.commands.simulate import simulate
 from planner.commands.whatif import compare, whatif
@@ -111,7 +112,8 @@ def solve(
             if two_stage:
                 plan, ctx = _two_stage(problem, scenarios, risk, keep, time_limit)
             else:
-                plan, ctx = _plan(problem, keep, why_not, time_limit, explain_plan or bool(why_not), early)
+                summary = not quiet and json_path != "-"
+                plan, ctx = _plan(problem, keep, why_not, time_limit, explain_plan or bool(why_not), early, summary)
         if not no_simulate and plan.status != "infeasible":
             plan, ctx = _simulate(ctx, plan, size_by_simulation, early)
     finally:
@@ -123,12 +125,15 @@ def solve(
     # only now: the plan's schema is built while the options' workers estimate (planner.pipeline),
     # not before they start
     from planner.report.tables import plan_json, purchase_csv
-    from planner.report.terminal import print_infeasible, print_plan
 
     to_stdout = json_path == "-"
     if not quiet and not to_stdout:
+        from planner.report.terminal import print_plan
+
         print_plan(plan, out)
     elif plan.status == "infeasible" and to_stdout:
+        from planner.report.terminal import print_infeasible
+
         print_infeasible(plan, err)
     outputs: dict[str | Path, str | bytes] = {}
     if json_path and not to_stdout:
@@ -153,6 +158,7 @@ def _plan(
     time_limit: float | None,
     keep_start: bool,
     early: Speculation | None,
+    summary: bool = True,
 ) -> tuple[Plan, Context]:
     # No collection until the solver is imported (``_import_solver`` turns them on again): the
     # modules and the problem read until then live until exit, and the three collections among
@@ -162,7 +168,7 @@ def _plan(
         from planner.context import prepare
         from planner.io.problem_io import load_problem
 
-        ctx = prepare(load_problem(problem), meanwhile=_import_solver)
+        ctx = prepare(load_problem(problem), meanwhile=lambda: _import_solver(summary))
     finally:
         gc.enable()  # if the problem was refused before
     from planner.pipeline import plan_context
@@ -178,25 +184,29 @@ def _plan(
     return plan_context(ctx, time_limit, keep_start, early), ctx
 
 
-def _import_solver() -> None:
+def _import_solver(summary: bool = True) -> None:
     """OR-Tools and the model's modules (a quarter of a second), imported while the options'
     workers estimate, and those of what follows the search (the simulation, the verifier, the
     report and its status line: 0.024 s that came after the first plan or after the search,
-    with nothing beside them). Then every object alive is frozen out of the collector's reach:
+    with nothing beside them). The terminal summary's tables only for a run that prints it
+    (``--quiet`` does not: 0.01 s). Then every object alive is frozen out of the collector's reach:
     the libraries' modules live until exit, and a full collection walking them costs more than
     the solve's own garbage. No collection runs during these imports either: their objects all
     live until exit, and collections found nothing to free in them but took 0.02-0.03 s of the
     1.26 s of `planner solve problems/startup.yaml` (measured)."""
     gc.disable()
     try:
-        import rich.status  # noqa: F401
+        if shows_status():
+            import rich.status  # noqa: F401
 
         import planner.pipeline
         import planner.report.tables
-        import planner.report.terminal
         import planner.simulate.check
         import planner.simulate.fleet
-        import planner.verify  # noqa: F401
+        import planner.verify
+
+        if summary:
+            import planner.report.terminal  # noqa: F401
     finally:
         gc.freeze()
         gc.enable()
@@ -218,7 +228,7 @@ def _two_stage(
     measure = parse_risk(risk)
     loaded = load_problem(problem)
     spec = load_scenarios(str(scenarios))
-    with err.status(f"solving for {len(spec.scenarios) or 'the Monte Carlo'} scenarios (two-stage)"):
+    with working(f"solving for {len(spec.scenarios) or 'the Monte Carlo'} scenarios (two-stage)"):
         plan = plan_under_uncertainty(loaded, spec, measure, time_limit)
     return plan, prepare(loaded)
 
@@ -227,7 +237,7 @@ def _simulate(ctx: Context, plan: Plan, size: bool, early: Speculation | None) -
     """Check the plan's serving latency by simulation (and with ``size``, add replicas until it holds)."""
     from planner.simulate.check import check_by_simulation
 
-    with err.status("checking serving latency by simulation"):
+    with working("checking serving latency by simulation"):
         return check_by_simulation(ctx, plan, size, workers=os.cpu_count() or 1, early=early)
 
 
@@ -237,7 +247,7 @@ def _explain(ctx: Context, plan: Plan, time_limit: float | None, why_not: list[s
     from planner.optimize.budget import cuttable
 
     try:
-        with err.status("measuring what each limit is worth (solving again)"), cuttable():
+        with working("measuring what each limit is worth (solving again)"), cuttable():
             explain(ctx, plan, time_limit, why_not)
     except OutOfTime:
         err.print("[bold yellow]warning:[/bold yellow] the time limit ran out while explaining; raise --time-limit")
@@ -325,8 +335,10 @@ def main() -> None:
     route()  # Ctrl-C and SIGTERM: see planner/commands/signals.py
     # pydantic looks for plugins in every installed distribution's entry points when the first
     # model class is made (the problem's schema, imported later): 7-13 ms of each run, measured on
-    # startup, and the planner uses none. A value the user set is kept.
+    # startup, and the planner uses none. A value the user set is kept. With plugins off, its
+    # loader's own import of importlib.metadata is skipped too (planner/commands/plugins.py).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_scan()
     try:
         with _only_command(sys.argv[1:2]):
             app()
@@ -340,15 +352,25 @@ def main() -> None:
 def _only_command(first: list[str]) -> Iterator[None]:
     """The app with only the command the arguments name, while it runs: typer turns every
     command's signature into click's parameters on each start (0.018 s, half of it for the
-    commands not run). Help, a name no command has, or none: every command, as listed."""
+    commands not run; 4 ms more for the `estimate` group's). Help, a name no command has, or
+    none: every command, as listed."""
     every = app.registered_commands
+    inner = [(group, group.registered_commands) for group in _groups()]
     named = [c for c in every if first and _name(c) == first[0]]
-    if named:
+    if named:  # the groups stay, empty: with one command and no group, typer makes no group
         app.registered_commands = named
+        for group, _ in inner:
+            group.registered_commands = []
     try:
         yield
     finally:
         app.registered_commands = every
+        for group, commands in inner:
+            group.registered_commands = commands
+
+
+def _groups() -> list[typer.Typer]:
+    return [info.typer_instance for info in app.registered_groups if info.typer_instance is not None]
 
 
 def _name(command: CommandInfo) -> str:

@@ -7,19 +7,22 @@ nothing partial written; 141 the reader of the output went away (``planner ... |
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar, cast
 
 import typer
-from rich.console import Console
-from rich.markup import escape  # messages quote user input: "[red]" in a name is text, not a style
 
 from planner.commands.signals import exit_code
 from planner.errors import CatalogError, InputError, OutOfTime, PlannerError, TimeLimitError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_INFEASIBLE = 1
 EXIT_INPUT = 2
@@ -27,17 +30,83 @@ EXIT_TIME_LIMIT = 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what `yes | head` reports for `yes`
 
 
-class _Console(Console):
-    """A console whose reader went away ends the run quietly (rich would exit 1, the infeasible code)."""
+@functools.cache
+def _console_class() -> type[Console]:
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
+    class _Console(Console):
+        """A console whose reader went away ends the run quietly (rich would exit 1, the infeasible code)."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console
 
 
-# Piped output gets a fixed width, so tables do not wrap at 80 columns in logs.
-out = _Console(highlight=False, width=None if sys.stdout.isatty() else 140)
-err = _Console(stderr=True, highlight=False)
+class _Deferred:
+    """A rich console made at its first use. rich's console and text modules take 0.02 s to
+    import, before the options' workers could start; a quiet solve on a file or pipe prints
+    nothing, and a run that prints imports them beside the workers (``cli._import_solver``).
+    Everything is the console's: attributes, ``with``, and rich's own objects given it."""
+
+    __slots__ = ("_kwargs", "_made")
+
+    def __init__(self, **kwargs: Any) -> None:
+        object.__setattr__(self, "_kwargs", kwargs)
+        object.__setattr__(self, "_made", None)
+
+    def _console(self) -> Console:
+        made: Console | None = object.__getattribute__(self, "_made")
+        if made is None:
+            made = _console_class()(**object.__getattribute__(self, "_kwargs"))
+            object.__setattr__(self, "_made", made)
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._console(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._console(), name, value)
+
+    def __enter__(self) -> Console:
+        return self._console().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._console().__exit__(*exc)
+
+
+# Piped output gets a fixed width, so tables do not wrap at 80 columns in logs. No emoji codes:
+# the planner writes none, and in user text (a service named ":fire:") they are data; reading
+# them also imported rich's emoji table at the first status line (2 ms of every solve).
+out = cast("Console", _Deferred(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 140))
+err = cast("Console", _Deferred(stderr=True, highlight=False, emoji=False))
+
+
+def working(message: str) -> AbstractContextManager[object]:
+    """The status line on stderr while a step runs: a spinner on a terminal. Elsewhere (a file,
+    a pipe, a dumb terminal) rich's transient status shows nothing, and nothing is started for
+    it. ``message`` is plain text: as a string, rich would read markup and emoji codes in it
+    (the emoji table's import alone was 2 ms at the simulation's start)."""
+    if not shows_status():
+        return contextlib.nullcontext()
+    from rich.text import Text
+
+    return err.status(Text(message))
+
+
+def escape(text: str) -> str:
+    """rich's ``markup.escape``, imported when a message is printed: messages quote user input,
+    and ``"[red]"`` in a name is text, not a style."""
+    from rich.markup import escape as escaped
+
+    return escaped(text)
+
+
+def shows_status() -> bool:
+    """Whether a status line on stderr shows (as rich's ``Live.refresh`` decides)."""
+    return err.is_jupyter or (err.is_terminal and not err.is_dumb_terminal)
+
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape  # messages quote user input: "[red]" in a name is text, not a style
 
-from planner.commands.common import err, out, user_errors
+from planner.commands.common import err, escape, out, user_errors
 from planner.errors import InputError
 
 

@@ -8,7 +8,7 @@ formulas, not YAML. Every report goes through these helpers:
   overrides) become visible escapes, so ``"\\x1b[2J"`` prints as the six characters ``\\x1b[2J``;
 - ``markup(text)``: ``printable`` and escaped for rich markup, for f-strings printed with markup
   (``"[/bold] x"`` is text, not a closing tag; print them with ``emoji=False`` too, or
-  ``":fire:"`` in a name becomes an emoji);
+  ``":fire:"`` in a name becomes an emoji: the command line's consoles read no emoji codes);
 - ``plain(text)``: a rich ``Text`` of ``printable(text)``, for table cells and titles: neither
   markup nor emoji codes are read in it;
 - ``one_line(text)``: ``printable`` with line breaks escaped too (YAML comments, titles);
@@ -19,10 +19,10 @@ formulas, not YAML. Every report goes through these helpers:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported where it prints: the files' reports need none of it
+    from rich.text import Text
 
 # C0 controls except tab and newline, DEL, C1 controls (ESC starts every terminal sequence; C1
 # holds the 8-bit CSI and OSC), and the Unicode bidirectional overrides and isolates, which
@@ -52,11 +52,15 @@ def one_line(text: object) -> str:
 
 def markup(text: object) -> str:
     """Safe to interpolate into a rich markup string or a table cell: no tags, no escapes."""
+    from rich.markup import escape
+
     return escape(printable(text))
 
 
 def plain(text: object) -> Text:
     """A rich ``Text`` (no markup, no emoji codes) of ``printable(text)``: for table cells and titles."""
+    from rich.text import Text
+
     return Text(printable(text))
 
 
