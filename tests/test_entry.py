@@ -65,13 +65,15 @@ print(len(scanned))
 """
 
 
-def test_pydantic_plugins_are_not_looked_for_unless_the_user_asks() -> None:
+def test_pydantic_plugins_are_not_looked_for_unless_the_user_asks(tmp_path: Path) -> None:
     """``cli.main`` sets PYDANTIC_DISABLE_PLUGINS when the user has not: otherwise pydantic reads
     every installed distribution's entry points at the first model class (7-13 ms a run)."""
     import os
 
     def scans(**env: str) -> int:
         base = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+        # an empty cache each time: the problem is validated, not read as kept (io.problem_cache)
+        base["PLANNER_CACHE_DIR"] = str(tmp_path / f"cache-{len(list(tmp_path.iterdir()))}")
         done = subprocess.run(
             [sys.executable, "-c", _SCANS], capture_output=True, text=True, cwd=ROOT, timeout=120, env=base | env
         )

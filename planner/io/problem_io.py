@@ -38,7 +38,7 @@ class LoadedProblem:
 
 def load_problem(path: str | Path) -> LoadedProblem:
     data, lines = load_yaml(Path(path))
-    return parse_problem(data, lines, str(path), Path(path).parent)
+    return parse_problem(data, lines, str(path), Path(path).parent, kept=Path(path))
 
 
 def loads_problem(text: str, name: str = "<string>", folder: Path | None = None) -> LoadedProblem:
@@ -46,9 +46,12 @@ def loads_problem(text: str, name: str = "<string>", folder: Path | None = None)
     return parse_problem(data, lines, name, folder)
 
 
-def parse_problem(data: Any, lines: dict[Path_, int], name: str, folder: Path | None = None) -> LoadedProblem:
+def parse_problem(
+    data: Any, lines: dict[Path_, int], name: str, folder: Path | None = None, kept: Path | None = None
+) -> LoadedProblem:
     """A validated problem; files it names (a mix's `csv`) are read from inside ``folder``
-    (None: the problem file's folder when ``name`` is a file, else the working directory)."""
+    (None: the problem file's folder when ``name`` is a file, else the working directory).
+    ``kept``: the problem file, whose validated problem is kept between runs (``problem_cache``)."""
     if folder is None:
         folder = Path(name).parent if not name.startswith("<") else Path.cwd()
     if not isinstance(data, dict):
@@ -58,7 +61,13 @@ def parse_problem(data: Any, lines: dict[Path_, int], name: str, folder: Path | 
             line=1,
         )
     try:
-        problem = Problem.model_validate(_with_mix_csv(data, lines, name, folder))
+        expanded = _with_mix_csv(data, lines, name, folder)
+        if kept is None:
+            problem = Problem.model_validate(expanded)
+        else:
+            from planner.io.problem_cache import validated
+
+            problem = validated(kept, expanded, lambda: Problem.model_validate(expanded))
     except ValidationError as exc:
         raise _to_input_error(exc, data, lines, name) from None
     _read_model_configs(problem, data, lines, name, folder)

@@ -1,0 +1,66 @@
+"""A problem file's validated ``Problem``, kept between runs (``planner.kept``).
+
+pydantic builds the validators of the problem schema's classes before it validates a first
+problem: 0.025 s of `planner solve problems/startup.yaml` (measured: the options' workers forked
+0.027 s later), which a run that reads the problem as kept never pays (the classes are declared
+``defer_build``). The key holds the data as read, after a mix's CSV is bucketed, as ``repr``
+(which tells 1 from 1.0 and "1", and a date from its text), and the source of every schema
+module. Each problem file (by its absolute path) has one entry, the one for its current data;
+beyond ``KEEP_FILES`` files, the entries written longest ago go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from planner.kept import Kept
+from planner.parse_cache import cache_dir
+
+# Every module of the problem file's schema: a problem holds classes of the catalog's too (its
+# own GPUs and servers); the plan's schema is the planner's output, not a problem's.
+SOURCES = (
+    "planner.schema.base",
+    "planner.schema.catalog",
+    "planner.schema.efficiency",
+    "planner.schema.fabric",
+    "planner.schema.facility",
+    "planner.schema.model_ref",
+    "planner.schema.problem",
+    "planner.schema.service",
+    "planner.schema.serving",
+    "planner.schema.traffic",
+)
+KEEP_FILES = 64
+STEM = "problem"
+
+
+def validated(file: Path, data: Any, validate: Callable[[], Any]) -> Any:
+    """``validate()`` (a ``Problem`` from ``data``, read from ``file``), or the problem it gave
+    for the same data and schema before."""
+    from planner.schema.problem import Problem
+
+    for module in SOURCES:  # the key reads their source; most are imported already
+        importlib.import_module(module)
+    made = []
+
+    def build() -> Any:
+        made.append(True)
+        return validate()
+
+    name = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
+    problem = Kept(f"{STEM}-{name}", SOURCES).built_once({"data": repr(data)}, Problem, build)
+    if made:
+        _forget_oldest()
+    return problem
+
+
+def _forget_oldest() -> None:
+    with contextlib.suppress(OSError):
+        entries = sorted(cache_dir().glob(f"{STEM}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[KEEP_FILES:]:
+            old.unlink(missing_ok=True)

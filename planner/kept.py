@@ -1,0 +1,107 @@
+"""Objects built from text, kept between runs as pickles (``catalog_cache``, ``io.problem_cache``).
+
+Validating data into pydantic objects makes pydantic build their classes' validators first
+(classes declared ``defer_build``: built on their first validation). Read back from here,
+nothing is validated, so a run builds none of them unless it validates an object of its own.
+
+An entry is named by a hash of the texts it was built from, of the source of the modules that
+build it and define its classes (``sources``), and of the Python and pydantic versions: an
+edited text or class builds it again. It is read by an unpickler that makes only the classes
+those modules define (and dates), so an entry altered by hand cannot run code; one that cannot
+be read, or is not what ``kind`` says, is only a missed shortcut. Entries are written whole (a
+temporary file, then renamed), the older ones of the same stem removed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import pickle
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from planner.parse_cache import cache_dir, replace_entry
+
+T = TypeVar("T")
+
+# Bump when what an entry holds changes in a way the sources do not show.
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Kept:
+    """Entries named ``<stem>-<key>.pickle``: one per stem, holding instances of the classes
+    ``sources`` define."""
+
+    stem: str
+    sources: tuple[str, ...]
+
+    def built_once(self, texts: Mapping[str, str], kind: type[T], build: Callable[[], T]) -> T:
+        """``build()``, or the object it built from these ``texts`` before (an instance of ``kind``)."""
+        try:
+            key = self.entry_key(texts)
+        except OSError:  # a module's source cannot be read: no way to tell an entry is current
+            return build()
+        path = cache_dir() / f"{self.stem}-{key}.pickle"
+        kept = self._read(path)
+        if isinstance(kept, kind):
+            return kept
+        value = build()
+        self._store(path, value)
+        return value
+
+    def entry_key(self, texts: Mapping[str, str]) -> str:
+        import pydantic
+
+        digest = hashlib.sha256(f"{FORMAT}\0{sys.version}\0{pydantic.VERSION}".encode())
+        for name in sorted(texts):
+            digest.update(f"\0{name}\0{texts[name]}".encode())
+        for module in self.sources:
+            digest.update(f"\0{module}\0".encode())
+            digest.update(module_source(module))
+        return digest.hexdigest()[:32]
+
+    def _read(self, path: Path) -> object:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        try:
+            return _SourcesClasses(io.BytesIO(data), self.sources).load()
+        except Exception:  # a truncated or altered entry fails in many ways: it is built again
+            return None
+
+    def _store(self, path: Path, value: object) -> None:
+        try:
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):  # nothing pickle holds: no entry
+            return
+        replace_entry(path, data, f"{self.stem}-*.pickle")  # entries built from earlier texts or code go
+
+
+def module_source(module: str) -> bytes:
+    """The source of an imported module (the builder imports all of its sources first)."""
+    origin = getattr(sys.modules[module], "__file__", None)
+    if origin is None:
+        raise OSError(f"{module} has no source file")
+    return Path(origin).read_bytes()
+
+
+class _SourcesClasses(pickle.Unpickler):
+    """Makes the classes the ``sources`` modules define, and dates; any other name is refused."""
+
+    def __init__(self, file: io.BytesIO, sources: tuple[str, ...]) -> None:
+        super().__init__(file)
+        self.sources = sources
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("datetime", "date"):
+            return dt.date
+        found = getattr(sys.modules[module], name, None) if module in self.sources and module in sys.modules else None
+        if isinstance(found, type) and found.__module__ == module:
+            return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not a class the entry may hold")
