@@ -6,12 +6,15 @@ pydantic, typer, rich and yaml are the planner's own). The list is measured, not
 assumed: a first run records every non-stdlib module the solve loaded.
 
 Each command runs N times in a fresh process, the commands in turn (round by round); the
-medians are compared, and the median of the rounds' ratios is printed beside.
+medians are compared, and the median of the rounds' ratios is printed beside. The planner's
+runs read what earlier runs kept in its cache folder (the catalog's parse and build, the
+problem's validation: ``planner.kept``), as a user's second run does; a first run, with an empty
+cache folder, is timed too and printed beside (``--no-cold``: not).
 Goal: the planner within 2x the baseline. The planner's modules are byte-compiled first,
 as an install compiles them (``--no-compile``: as the work tree has them).
 
     python benchmarks/bench_startup.py [--runs 5] [--problem problems/startup.yaml] [--breakdown]
-        [--against DIR]
+        [--against DIR] [--no-cold]
 
 ``--against DIR``: another checkout of the planner (``git worktree add DIR REV``), run in the same
 rounds as this one (each by ``python -c``, its own directory first on the path), and the median of
@@ -29,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,7 +112,10 @@ print(json.dumps({
 """
 
 
-def _wall(cmd: list[str], env: dict[str, str]) -> float:
+def _wall(cmd: list[str], env: dict[str, str], cold: bool = False) -> float:
+    if cold:  # a cache folder of its own, empty: the run builds what a first run builds
+        with tempfile.TemporaryDirectory(prefix="planner-cold-") as folder:
+            return _wall(cmd, {**env, "PLANNER_CACHE_DIR": folder})
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - start
@@ -140,6 +147,7 @@ def main() -> None:
         help="do not byte-compile the planner's modules first (an editable install under "
         "PYTHONDONTWRITEBYTECODE=1 then compiles them on every run)",
     )
+    ap.add_argument("--no-cold", action="store_true", help="do not time a first run (an empty cache folder)")
     args = ap.parse_args()
     checkouts = [ROOT] if args.against is None else [ROOT, args.against.resolve()]
     if args.against is not None and not (checkouts[1] / "planner" / "cli.py").exists():
@@ -176,6 +184,9 @@ def main() -> None:
             "--quiet",
         ]
 
+    cold_label = f"planner solve {args.problem} (console script, empty cache folder: a first run)"
+    if not args.no_cold:
+        commands[cold_label] = [script, "solve", args.problem, "--quiet"]
     paired = [f"{c} (python -c)" for c in checkouts] if args.against is not None else []
     for label, checkout in zip(paired, checkouts, strict=False):
         # its directory first on the path: that checkout's planner, not the installed one. -P: no
@@ -195,7 +206,7 @@ def main() -> None:
     times: dict[str, list[float]] = {label: [] for label in commands}
     for _ in range(args.runs):
         for label, cmd in commands.items():
-            times[label].append(_wall(cmd, env))
+            times[label].append(_wall(cmd, env, cold=label == cold_label))
     results = {label: statistics.median(ts) for label, ts in times.items()}
     for label, med in results.items():
         print(f"  {med:6.3f} s  {label}   [{', '.join(f'{t:.2f}' for t in times[label])}]")
@@ -209,6 +220,13 @@ def main() -> None:
         f"{'OK' if ratio < 2 else 'OVER'}; median of the rounds' ratios {per_round:.2f}x"
     )
     print(f"planner's own time beyond imports: {planner_s - baseline:.3f} s")
+    if cold_label in results:
+        cold_s = results[cold_label]
+        cold_round = statistics.median(c / b for c, b in zip(times[cold_label], times[labels[1]], strict=True))
+        print(
+            f"a first run (empty cache folder) / baseline = {cold_s:.3f} / {baseline:.3f} = {cold_s / baseline:.2f}x; "
+            f"median of the rounds' ratios {cold_round:.2f}x"
+        )
     if paired:
         diff = statistics.median(a - b for a, b in zip(times[paired[0]], times[paired[1]], strict=True))
         print(f"this checkout - {checkouts[1]}: median of the rounds' differences {diff:+.3f} s")
