@@ -17,17 +17,15 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.main import get_command_name
-from typer.models import CommandInfo
 
 from planner.commands.alternatives import alternatives
 from planner.commands.common import ProblemArg, err, out, shows_status, user_errors, working
 from planner.commands.inputs import catalog, import_melange
+from planner.commands.only_command import only_command
 from planner.commands.perf import calibrate, estimate_inference_cmd, estimate_training_cmd
 from planner.commands.plugins import skip_scan
 from planner.commands.signals import exit_code, held, route
@@ -340,41 +338,12 @@ def main() -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     skip_scan()
     try:
-        with _only_command(sys.argv[1:2]):
+        with only_command(app, sys.argv[1:2]):
             app()
     except KeyboardInterrupt as exc:  # outside a command (typer itself): still 130 or 143
         code = exit_code(exc)
         err.print("interrupted" if code == 130 else "terminated", markup=False)
         sys.exit(code)
-
-
-@contextlib.contextmanager
-def _only_command(first: list[str]) -> Iterator[None]:
-    """The app with only the command the arguments name, while it runs: typer turns every
-    command's signature into click's parameters on each start (0.018 s, half of it for the
-    commands not run; 4 ms more for the `estimate` group's). Help, a name no command has, or
-    none: every command, as listed."""
-    every = app.registered_commands
-    inner = [(group, group.registered_commands) for group in _groups()]
-    named = [c for c in every if first and _name(c) == first[0]]
-    if named:  # the groups stay, empty: with one command and no group, typer makes no group
-        app.registered_commands = named
-        for group, _ in inner:
-            group.registered_commands = []
-    try:
-        yield
-    finally:
-        app.registered_commands = every
-        for group, commands in inner:
-            group.registered_commands = commands
-
-
-def _groups() -> list[typer.Typer]:
-    return [info.typer_instance for info in app.registered_groups if info.typer_instance is not None]
-
-
-def _name(command: CommandInfo) -> str:
-    return command.name or get_command_name(command.callback.__name__ if command.callback else "")
 
 
 def entry() -> None:

@@ -1,6 +1,6 @@
 """What the command line costs before it works: rich and pydantic's plugin loader are imported
 only when used (``commands.common._Deferred``, ``commands.plugins``), status lines are plain
-text, and the command named is built alone (``cli._only_command``)."""
+text, and the command named is built alone (``commands.only_command``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from rich.progress import Progress
 
 from planner import cli
 from planner.commands import common
+from planner.commands.only_command import command_name, only_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,12 +138,12 @@ def test_a_command_named_leaves_the_groups_empty_while_it_runs() -> None:
     group = cli.estimate_app
     every = list(group.registered_commands)
     assert len(every) == 2
-    with cli._only_command(["solve"]):
+    with only_command(cli.app, ["solve"]):
         assert group.registered_commands == []
-        assert [cli._name(c) for c in cli.app.registered_commands] == ["solve"]
+        assert [command_name(c) for c in cli.app.registered_commands] == ["solve"]
         assert [g.name for g in cli.app.registered_groups] == ["estimate"]  # still a group of commands
     assert group.registered_commands == every
-    with cli._only_command(["estimate"]):  # a group named: every command
+    with only_command(cli.app, ["estimate"]):  # a group named: every command
         assert group.registered_commands == every
     done = subprocess.run(
         [sys.executable, "-m", "planner", "estimate", "inference", "--help"],

@@ -32,18 +32,19 @@ def test_exit_codes_are_the_commands() -> None:
 
 
 def test_a_command_named_is_built_alone_and_help_lists_every_command() -> None:
-    """``cli._only_command``: the app holds only the named command while it runs, every command
+    """``commands.only_command``: the app holds only the named command while it runs, every command
     otherwise (help, a misspelt name), and all of them again afterwards."""
     from planner import cli
+    from planner.commands.only_command import command_name, only_command
 
-    every = [cli._name(c) for c in cli.app.registered_commands]
+    every = [command_name(c) for c in cli.app.registered_commands]
     assert {"solve", "whatif", "import-melange"} <= set(every)
-    with cli._only_command(["import-melange"]):
-        assert [cli._name(c) for c in cli.app.registered_commands] == ["import-melange"]
+    with only_command(cli.app, ["import-melange"]):
+        assert [command_name(c) for c in cli.app.registered_commands] == ["import-melange"]
     for first in ([], ["--help"], ["soolve"], ["estimate"]):
-        with cli._only_command(first):
-            assert [cli._name(c) for c in cli.app.registered_commands] == every
-    assert [cli._name(c) for c in cli.app.registered_commands] == every
+        with only_command(cli.app, first):
+            assert [command_name(c) for c in cli.app.registered_commands] == every
+    assert [command_name(c) for c in cli.app.registered_commands] == every
     listed = _run("--help").stdout
     assert all(name in listed for name in every)
     wrong = _run("soolve", "problems/startup.yaml")

@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.kept import Kept
 from planner.parse_cache import cache_dir
+
+if TYPE_CHECKING:
+    from planner.schema.problem import Problem
 
 # Every module of the problem file's schema: a problem holds classes of the catalog's too (its
 # own GPUs and servers); the plan's schema is the planner's output, not a problem's.
@@ -39,18 +41,18 @@ KEEP_FILES = 64
 STEM = "problem"
 
 
-def validated(file: Path, data: Any, validate: Callable[[], Any]) -> Any:
-    """``validate()`` (a ``Problem`` from ``data``, read from ``file``), or the problem it gave
-    for the same data and schema before."""
+def validated(file: Path, data: Any) -> Problem:
+    """``Problem.model_validate(data)`` (``data`` read from ``file``), or the problem it gave for
+    the same data and schema before."""
     from planner.schema.problem import Problem
 
     for module in SOURCES:  # the key reads their source; most are imported already
         importlib.import_module(module)
     made = []
 
-    def build() -> Any:
+    def build() -> Problem:
         made.append(True)
-        return validate()
+        return Problem.model_validate(data)
 
     name = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
     problem = Kept(f"{STEM}-{name}", SOURCES).built_once({"data": repr(data)}, Problem, build)

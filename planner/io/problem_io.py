@@ -67,7 +67,7 @@ def parse_problem(
         else:
             from planner.io.problem_cache import validated
 
-            problem = validated(kept, expanded, lambda: Problem.model_validate(expanded))
+            problem = validated(kept, expanded)
     except ValidationError as exc:
         raise _to_input_error(exc, data, lines, name) from None
     _read_model_configs(problem, data, lines, name, folder)
