@@ -165,8 +165,10 @@ def _plan(
     try:
         from planner.context import prepare
         from planner.io.problem_io import load_problem
+        from planner.perf.kept_estimates import kept_for
 
-        ctx = prepare(load_problem(problem), meanwhile=lambda: _import_solver(summary))
+        with kept_for(problem):  # the estimates of this file's last run
+            ctx = prepare(load_problem(problem), meanwhile=lambda: _import_solver(summary))
     finally:
         gc.enable()  # if the problem was refused before
     from planner.pipeline import plan_context
@@ -304,9 +306,11 @@ def options(
     """Per workload, every GPU option: feasible with its figures, or why not."""
     from planner.context import prepare
     from planner.io.problem_io import load_problem
+    from planner.perf.kept_estimates import kept_for
     from planner.report.options_view import options_json, print_options
 
-    ctx = prepare(load_problem(problem))
+    with kept_for(problem):
+        ctx = prepare(load_problem(problem))
     if as_json:
         sys.stdout.write(json.dumps(options_json(ctx), indent=2) + "\n")
     else:

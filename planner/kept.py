@@ -14,9 +14,12 @@ temporary file, then renamed), the older ones of the same stem removed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import hashlib
 import io
+import os
 import pickle
 import sys
 from collections.abc import Callable, Mapping
@@ -66,21 +69,66 @@ class Kept:
         return digest.hexdigest()[:32]
 
     def _read(self, path: Path) -> object:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        try:
-            return _SourcesClasses(io.BytesIO(data), self.sources).load()
-        except Exception:  # a truncated or altered entry fails in many ways: it is built again
-            return None
+        return read_entry(path, self.sources)
 
     def _store(self, path: Path, value: object) -> None:
-        try:
-            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):  # nothing pickle holds: no entry
-            return
-        replace_entry(path, data, f"{self.stem}-*.pickle")  # entries built from earlier texts or code go
+        store_entry(path, value, f"{self.stem}-*.pickle")  # entries built from earlier texts or code go
+
+
+def read_entry(path: Path, sources: tuple[str, ...]) -> object:
+    """The object pickled at ``path``, made of the classes the ``sources`` modules define (and
+    dates), or None."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return _SourcesClasses(io.BytesIO(data), sources).load()
+    except Exception:  # a truncated or altered entry fails in many ways: it is built again
+        return None
+
+
+def store_entry(path: Path, value: object, family: str, max_bytes: int | None = None) -> None:
+    """``value`` pickled whole at ``path``, the other entries of ``family`` (a glob) removed;
+    nothing when pickle cannot hold it or it is larger than ``max_bytes``."""
+    try:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):  # nothing pickle holds: no entry
+        return
+    if max_bytes is None or len(data) <= max_bytes:
+        replace_entry(path, data, family)
+
+
+def forget_oldest(stem: str, keep: int) -> None:
+    """Beyond ``keep`` entries named ``<stem>-*.pickle``, those written longest ago removed."""
+    with contextlib.suppress(OSError):
+        entries = sorted(cache_dir().glob(f"{stem}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[keep:]:
+            old.unlink(missing_ok=True)
+
+
+@functools.cache
+def code_digest() -> str:
+    """A hash of every file of the planner's package and of its bundled catalogs: what a pure
+    function's answers kept between runs were computed by (7-9 ms for the package's 190 files)."""
+    from importlib import resources
+
+    return folders_digest((Path(str(resources.files("planner"))), Path(str(resources.files("planner.catalogs")))))
+
+
+def folders_digest(roots: tuple[Path, ...]) -> str:
+    """A hash of the names and bytes of every file under ``roots``, sources and data alike, but
+    not their byte-compiled copies (which Python writes beside them as it imports)."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for folder, subfolders, files in sorted(os.walk(root)):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+            for name in sorted(files):
+                if not name.endswith((".pyc", ".pyo")):
+                    path = Path(folder) / name
+                    digest.update(f"\0{path.relative_to(root)}\0".encode())
+                    digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def module_source(module: str) -> bytes:

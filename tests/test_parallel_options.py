@@ -60,7 +60,7 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     assert any(wo.training for wo in alone) and any(wo.inference for wo in alone)
 
     calls: list[int] = []
-    kinds: list[int] = []
+    kinds: list[list[str]] = []
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(perf_inference, "KEPT", Memo())  # the workers estimate anew
     monkeypatch.setattr(perf_training, "KEPT", Memo())
@@ -71,7 +71,7 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
 
     def spy(fn, jobs, workers):  # type: ignore[no-untyped-def]
         calls.append(workers)
-        kinds.append(sum(len(job) != 4 for job in jobs))  # every job is (services, catalog, limits, pairs)
+        kinds.append(["training" if callable(job) else f"{len(job)}-tuple" for job in jobs])
         return started(fn, jobs, workers)
 
     monkeypatch.setattr(executors, "started_map", spy)
@@ -79,5 +79,6 @@ def test_workers_give_the_options_of_one_process(monkeypatch: pytest.MonkeyPatch
     assert calls and calls[0] >= 2  # the workers ran
     assert _fingerprint(together) == _fingerprint(alone)
     assert len(perf_inference.KEPT) > 0  # the parent kept what the workers estimated
-    assert kinds == [0]  # no worker sizes the training jobs: this process does, meanwhile
-    assert len(perf_training.KEPT) > 0  # so their estimates are this process's own
+    # each job some of the pairs (services, catalog, limits, pairs), and last the training jobs' sizing
+    assert kinds[0][-1] == "training" and set(kinds[0][:-1]) == {"4-tuple"}
+    assert len(perf_training.KEPT) > 0  # whoever sized the training jobs, their estimates are kept here

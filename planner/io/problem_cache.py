@@ -11,14 +11,12 @@ beyond ``KEEP_FILES`` files, the entries written longest ago go.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planner.kept import Kept
-from planner.parse_cache import cache_dir
+from planner.kept import Kept, forget_oldest
 
 if TYPE_CHECKING:
     from planner.schema.problem import Problem
@@ -57,12 +55,5 @@ def validated(file: Path, data: Any) -> Problem:
     name = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
     problem = Kept(f"{STEM}-{name}", SOURCES).built_once({"data": repr(data)}, Problem, build)
     if made:
-        _forget_oldest()
+        forget_oldest(STEM, KEEP_FILES)
     return problem
-
-
-def _forget_oldest() -> None:
-    with contextlib.suppress(OSError):
-        entries = sorted(cache_dir().glob(f"{STEM}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in entries[KEEP_FILES:]:
-            old.unlink(missing_ok=True)

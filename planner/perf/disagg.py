@@ -42,6 +42,7 @@ from planner import units as u
 from planner.perf.engine import Engine
 from planner.perf.inference import engine_for
 from planner.perf.inference_types import Footprint, InferenceEstimate, InferenceQuery
+from planner.perf.memo import Memo, query_key
 from planner.perf.precision import compute_precision, kv_bytes
 from planner.perf.queueing import mg1_wait_mean, mg1_wait_quantile, poisson_quantile
 from planner.perf.rate_search import largest_within
@@ -49,6 +50,7 @@ from planner.perf.replica import Replica
 from planner.schema.efficiency import GenerationEfficiency, ServingAssumptions
 
 PHASES = ("prefill", "decode")
+KEPT: Memo[InferenceEstimate] = Memo(50_000)  # ``estimate_phase``'s answers: a pure function's
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,13 @@ def estimate_phase(
 ) -> InferenceEstimate:
     """One replica of ``q`` serving one phase at the largest Poisson rate meeting its target
     (``q.ttft_ms`` for prefill, ``q.tpot_ms`` for decode), or at ``q.rate`` when given."""
+    key = query_key(q, phase, kv_link, gen, serving)
+    return KEPT.get(key, lambda: _estimate_phase(q, phase, kv_link, gen, serving))
+
+
+def _estimate_phase(
+    q: InferenceQuery, phase: str, kv_link: KvLink, gen: GenerationEfficiency, serving: ServingAssumptions
+) -> InferenceEstimate:
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, not {phase!r}")
     if compute_precision(q.gpu, q.precision) is None:

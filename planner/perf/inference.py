@@ -33,6 +33,7 @@ from planner.perf.replica import Replica
 from planner.schema.efficiency import GenerationEfficiency, ServingAssumptions
 
 KEPT: Memo[InferenceEstimate] = Memo(50_000)
+WITHIN: Memo[bool] = Memo(50_000)  # ``plans_within``'s answers
 
 
 def estimate_inference(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions) -> InferenceEstimate:
@@ -47,6 +48,10 @@ def plans_within(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingA
     latency targets, and that rate cannot exceed ``rps`` (``Load.max_rate_within``). A caller
     that already has ``rps`` elsewhere learns as much as from the estimate, for at most one
     steady state instead of a search's dozen."""
+    return WITHIN.get(query_key(q, gen, serving, rps), lambda: _plans_within(q, gen, serving, rps))
+
+
+def _plans_within(q: InferenceQuery, gen: GenerationEfficiency, serving: ServingAssumptions, rps: float) -> bool:
     if q.concurrency is not None or q.steady_batch or q.clients is not None or q.rate is not None:
         return False
     if compute_precision(q.gpu, q.precision) is None or q.attention_dp < 1 or q.gpus % q.attention_dp:

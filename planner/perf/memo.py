@@ -13,7 +13,8 @@ build none.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
@@ -63,27 +64,65 @@ class Memo(Generic[T]):
     def __init__(self, size: int = 50_000) -> None:
         self.size = size
         self._kept: OrderedDict[Key, T] = OrderedDict()
+        # inside ``recorded``: the keys asked and the answers made (None: not recorded)
+        self._asked: set[Key] | None = None
+        self._made: dict[Key, T] | None = None
 
     def __len__(self) -> int:
         return len(self._kept)
 
+    def __contains__(self, key: Key) -> bool:
+        return key in self._kept
+
     def get(self, key: Key, compute: Callable[[], T]) -> T:
+        if self._asked is not None:
+            self._asked.add(key)
         if key in self._kept:
             self._kept.move_to_end(key)
             return self._kept[key]
         found = self._kept[key] = compute()
+        if self._made is not None:
+            self._made[key] = found
         self._trim()
         return found
 
-    def keys(self) -> set[Key]:
-        return set(self._kept)
+    @property
+    def recording(self) -> bool:
+        return self._asked is not None
 
-    def since(self, before: set[Key]) -> dict[Key, T]:
-        """The answers made since ``keys()`` returned ``before`` (a worker's, for its parent)."""
-        return {k: v for k, v in self._kept.items() if k not in before}
+    def answers(self, keys: set[Key]) -> dict[Key, T]:
+        """The answers to those of ``keys`` this memo holds."""
+        return {k: self._kept[k] for k in keys if k in self._kept}
+
+    @contextmanager
+    def recorded(self) -> Iterator[tuple[set[Key], dict[Key, T]]]:
+        """The keys asked and the answers made while the block runs (a worker's, for its parent;
+        a run's, for the next run: ``planner.perf.kept_estimates``). A recording inside another
+        adds to it."""
+        outer = self._asked, self._made
+        record: tuple[set[Key], dict[Key, T]] = (set(), {})
+        self._asked, self._made = record
+        try:
+            yield record
+        finally:
+            self._asked, self._made = outer
+            self._note(*record)
+
+    def add_record(self, asked: set[Key], made: dict[Key, T]) -> None:
+        """Answers another process made (the same pure function's), kept as if made here, and its
+        keys asked as if asked here."""
+        self._kept.update(made)
+        self._trim()
+        self._note(asked, made)
+
+    def _note(self, asked: set[Key], made: dict[Key, T]) -> None:
+        if self._asked is not None:
+            self._asked |= asked
+        if self._made is not None:
+            self._made.update(made)
 
     def remember(self, made: dict[Key, T]) -> None:
-        """Keep answers another process made (the same pure function's)."""
+        """Keep answers made before (read back), as if made here but not recorded as made."""
         self._kept.update(made)
         self._trim()
 
