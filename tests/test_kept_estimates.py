@@ -97,6 +97,28 @@ def test_a_second_run_estimates_nothing_and_has_the_same_options(
     assert _entries(folder)[0].stat().st_mtime_ns == written  # nothing new: not written again
 
 
+def test_with_an_entry_a_worker_may_size_the_training_jobs_and_their_estimates_come_back(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planner import executors
+
+    started = executors.started_map
+    last_jobs: list[bool] = []
+
+    def spy(fn, jobs, workers):  # type: ignore[no-untyped-def]
+        last_jobs.append(callable(jobs[-1]))
+        return started(fn, jobs, workers)
+
+    monkeypatch.setattr(executors, "started_map", spy)
+    first, _ = _run(STARTUP, monkeypatch)
+    second, _ = _run(STARTUP, monkeypatch)
+    # first the pairs' parts alone (this process sizes the training jobs meanwhile); with an entry,
+    # the parts and then the training jobs' sizing, for whoever is free
+    assert last_jobs == [False, True]
+    assert second == first
+    assert len(training.KEPT) > 0  # this process holds their estimates, whoever made them
+
+
 def test_an_entry_holds_exactly_the_answers_a_fresh_run_makes(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, made = _run(STARTUP, monkeypatch)
     entry = kept.read_entry(_entries(folder)[0], kept_estimates.CLASSES)
@@ -197,7 +219,7 @@ def test_outside_a_kept_run_nothing_is_read_written_or_recorded(
     assert not any(memo.recording for memo in kept_estimates.memos().values())
 
 
-def test_the_digest_follows_every_file_but_not_byte_compiled_copies(tmp_path: Path) -> None:
+def test_the_digest_follows_every_file_s_name_size_and_time_but_not_byte_compiled_copies(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
     source, data = tmp_path / "pkg" / "model.py", tmp_path / "pkg" / "table.csv"
     source.write_text("X = 1\n")
@@ -205,9 +227,17 @@ def test_the_digest_follows_every_file_but_not_byte_compiled_copies(tmp_path: Pa
     before = kept.folders_digest((tmp_path / "pkg",))
     (tmp_path / "pkg" / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"compiled")
     assert kept.folders_digest((tmp_path / "pkg",)) == before
+    stamp = data.stat().st_mtime_ns
     data.write_text("a,b\n1,3\n")
+    os.utime(data, ns=(stamp, stamp + 1))  # an edit a nanosecond later, of the same size
     assert kept.folders_digest((tmp_path / "pkg",)) != before
+    os.utime(data, ns=(stamp, stamp))
+    assert kept.folders_digest((tmp_path / "pkg",)) == before  # size and time, as Python checks its sources
+    data.write_text("a,b\n10,2\n")
+    os.utime(data, ns=(stamp, stamp))
+    assert kept.folders_digest((tmp_path / "pkg",)) != before  # another size
     data.write_text("a,b\n1,2\n")
+    os.utime(data, ns=(stamp, stamp))
     source.rename(tmp_path / "pkg" / "renamed.py")
     assert kept.folders_digest((tmp_path / "pkg",)) != before
 

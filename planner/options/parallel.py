@@ -70,16 +70,20 @@ def workload_options(
     # (startup's even-numbered pools took twice the odd ones' time)
     parts = PARTS_PER_WORKER * workers
     jobs: list[Job] = [(services, catalog, limits, tasks[k::parts]) for k in range(parts)]
-    # The training jobs last: a worker done with the pairs while this process still imports (their
-    # estimates kept from the last run, ``kept_estimates``) takes them; otherwise this process
-    # does, and nothing of theirs is pickled (startup: 0.29 MB of options, 0.54 MB of estimates).
-    jobs.append(partial(training, limit))
+    # The training jobs are sized here, meanwhile (nothing of theirs pickled: startup's options
+    # 0.29 MB, their estimates 0.54 MB), unless this file's estimates are kept from its last run:
+    # then a worker is done with the pairs while this process still imports, and sizes them too.
+    early = kept_estimates.expected()
+    if early:
+        jobs.append(partial(training, limit))
     with started_map(_options_of, jobs, workers) as collect:
 
         def joined() -> tuple[list[WorkloadOptions], list[WorkloadOptions]]:
+            trained = [] if early else training(limit)
             done = collect()
-            trained, made = done.pop()
-            kept_estimates.add(made)
+            if early:
+                trained, made = done.pop()
+                kept_estimates.add(made)
             parts: dict[Task, WorkloadOptions] = {}
             for part, made in done:
                 parts.update(part)

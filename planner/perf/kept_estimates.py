@@ -91,6 +91,17 @@ def load() -> None:
         memos()[name].remember(_Pending.held.get(name, {}))
 
 
+def expected() -> bool:
+    """Whether the pending file has an entry (perhaps of other code: its name is not worked out,
+    which takes reading the package's files)."""
+    if _Pending.file is None:
+        return False
+    try:
+        return any(cache_dir().glob(f"{STEM}-{_file_name(_Pending.file)}-*.pickle"))
+    except OSError:
+        return False
+
+
 @contextmanager
 def kept_for(file: Path) -> Iterator[None]:
     """While the block runs, the answers kept for ``file`` are read where they are first needed;
