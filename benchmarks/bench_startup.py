@@ -188,11 +188,22 @@ def main() -> None:
     if not args.no_cold:
         commands[cold_label] = [script, "solve", args.problem, "--quiet"]
     paired = [f"{c} (python -c)" for c in checkouts] if args.against is not None else []
-    for label, checkout in zip(paired, checkouts, strict=False):
+    folders = [tempfile.mkdtemp(prefix="planner-paired-") for _ in paired]
+    for label, checkout, folder in zip(paired, checkouts, folders, strict=False):
         # its directory first on the path: that checkout's planner, not the installed one. -P: no
         # working directory ahead of it (this checkout's, where every command runs), which would
-        # have run this checkout's planner for both
-        commands[label] = ["env", f"PYTHONPATH={checkout}", PY, "-P", "-c", _ENTRY, args.problem]
+        # have run this checkout's planner for both. A cache folder of its own, kept across the
+        # rounds: two checkouts' entries for one problem file replace each other's
+        commands[label] = [
+            "env",
+            f"PYTHONPATH={checkout}",
+            f"PLANNER_CACHE_DIR={folder}",
+            PY,
+            "-P",
+            "-c",
+            _ENTRY,
+            args.problem,
+        ]
 
     # Warm the file cache once so the first timed run is not an outlier.
     for cmd in commands.values():
@@ -230,6 +241,8 @@ def main() -> None:
     if paired:
         diff = statistics.median(a - b for a, b in zip(times[paired[0]], times[paired[1]], strict=True))
         print(f"this checkout - {checkouts[1]}: median of the rounds' differences {diff:+.3f} s")
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
     if args.breakdown:
         out = subprocess.run([PY, "-c", _BREAKDOWN, args.problem], cwd=ROOT, capture_output=True, text=True, check=True)
