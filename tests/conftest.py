@@ -20,6 +20,14 @@ from planner.schema.plan import Plan
 os.environ.setdefault("PLANNER_CACHE_DIR", tempfile.mkdtemp(prefix="planner-test-cache-"))
 
 
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of the test's own, empty (``planner.parse_cache.cache_dir``): for the tests
+    of what runs keep there."""
+    monkeypatch.setenv("PLANNER_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 def solve_text(text: str, time_limit_s: float | None = None) -> Plan:
     return plan_problem(loads_problem(textwrap.dedent(text), "test.yaml"), time_limit_s)
 

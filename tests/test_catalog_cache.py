@@ -17,12 +17,6 @@ from planner.catalog import CATALOG_FILES, Catalog, built_catalog
 from planner.schema.catalog import Gpu
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PLANNER_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 @pytest.fixture(scope="module")
 def texts() -> dict[str, str]:
     return {name: catalog_module._text(name) for name in CATALOG_FILES}

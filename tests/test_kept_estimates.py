@@ -44,12 +44,6 @@ TUTOR = """
 """
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PLANNER_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """Empty memos, as a new process starts with."""
     monkeypatch.setattr(inference, "KEPT", Memo())
@@ -257,15 +251,22 @@ def test_a_memo_records_only_inside_a_recording_and_a_nested_one_adds_to_the_out
     assert memo.get(("c",), lambda: 5) == 4
 
 
-def test_the_command_line_keeps_the_estimates_and_its_second_plan_is_the_first(folder: Path) -> None:
+@pytest.mark.parametrize(
+    "command", [["solve", str(STARTUP), "--quiet", "--json", "-"], ["options", str(STARTUP), "--json"]], ids=str
+)
+def test_the_command_line_keeps_the_estimates_and_its_second_answer_is_the_first(
+    folder: Path, command: list[str]
+) -> None:
     env = {**os.environ, "PLANNER_CACHE_DIR": str(folder)}
-    cmd = [sys.executable, "-m", "planner", "solve", str(STARTUP), "--quiet", "--json", "-"]
-    plans = []
+    answers = []
     for _ in range(2):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        done = subprocess.run(
+            [sys.executable, "-m", "planner", *command], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT
+        )
         assert done.returncode == 0, done.stderr
-        plan = json.loads(done.stdout)
-        plan.pop("solve_seconds", None)
-        plans.append(plan)
+        answer = json.loads(done.stdout)
+        if isinstance(answer, dict):
+            answer.pop("solve_seconds", None)
+        answers.append(answer)
         assert len(_entries(folder)) == 1
-    assert plans[0] == plans[1]
+    assert answers[0] == answers[1]

@@ -30,12 +30,6 @@ class Counting:
         return _yaml(text)
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PLANNER_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_every_bundled_catalog_reads_back_as_parsed(folder: Path, name: str) -> None:
     text = (resources.files("planner.catalogs") / name).read_text(encoding="utf-8")

@@ -32,12 +32,6 @@ inference:
 """
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PLANNER_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _entries(folder: Path) -> list[Path]:
     return sorted(folder.glob(f"{problem_cache.STEM}-*.pickle"))
 

@@ -47,12 +47,14 @@ def alternatives(
     from planner.context import prepare
     from planner.explain.mga import alternatives as find
     from planner.io.problem_io import load_problem
+    from planner.perf.kept_estimates import kept_for
     from planner.pipeline import plan_context
     from planner.report.files import check_writable, write_all
 
     share = parse_share(within)
     check_writable([], [json_path])
-    ctx = prepare(load_problem(problem))
+    with kept_for(problem):
+        ctx = prepare(load_problem(problem))
     optimum = plan_context(ctx, time_limit, keep_start=True)  # the alternatives' solves start from it
     if optimum.status == "infeasible":
         err.print("no feasible plan: nothing to compare (see `planner solve` for the diagnosis)", markup=False)

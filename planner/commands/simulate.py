@@ -121,10 +121,12 @@ def _read_plan(path: Path) -> Plan:
 def _solve(path: Path) -> tuple[Plan, LoadedProblem, Catalog]:
     from planner.context import prepare
     from planner.io.problem_io import load_problem
+    from planner.perf.kept_estimates import kept_for
     from planner.pipeline import plan_context
 
     loaded = load_problem(path)
-    ctx = prepare(loaded)
+    with kept_for(path):
+        ctx = prepare(loaded)
     with working("solving"):
         plan = plan_context(ctx)
     if plan.status == "infeasible":

@@ -9,11 +9,12 @@ one service of forty), asks most of them again: read back from here they cost no
 they took 0.02-0.1 s of those runs, about what reading them back takes.
 
 An entry holds, per memo, the answers the last run of the file asked: each file (by its absolute
-path) has one, named by a hash of every file of the planner's package and its catalogs
-(``kept.code_digest``) and of the Python and pydantic versions, so an edited planner computes
-afresh. A process reads it when it first estimates a service (``load``): the options' worker
-processes, forked before, each read it beside the command line's imports, which go on; the
-command line itself only when it estimates too. It is read by an unpickler that makes only the
+path) has one, named by a digest of every file of the planner's package and its catalogs (names,
+sizes and times: ``kept.code_digest``) and by the Python and pydantic versions, so an edited or
+another planner computes afresh. A process reads it when it first estimates a service (``load``):
+the options' worker processes, forked before, each read it beside the command line's imports,
+which go on (and, with an entry, a worker then sizes the training jobs too); the command line
+itself only when it estimates too. It is read by an unpickler that makes only the
 estimates' classes; one that cannot be read is only a missed shortcut. The entry is written
 again, whole, when the run made an answer (so an edit that only removes a service leaves the
 entry holding its answers too), and only up to ``MAX_ENTRY_BYTES``; beyond ``KEEP_FILES``
@@ -35,7 +36,9 @@ from planner.perf.memo import Key, Memo
 
 STEM = "estimates"
 KEEP_FILES = 64
-MAX_ENTRY_BYTES = 64 * 2**20  # a larger entry is not kept (the 40-service fleet's: 2.7 MB)
+# A larger entry is not kept (the 40-service fleet's is 2.5 MB; 1,000 services' 150,000 answers,
+# the memos' limit, 39 MB)
+MAX_ENTRY_BYTES = 64 * 2**20
 FORMAT = 1  # bump when what an entry holds changes in a way the code's digest does not show
 # The modules whose classes an entry holds: the estimates, their links and shapes, the keys' links.
 CLASSES = ("planner.perf.disagg", "planner.perf.inference_types", "planner.perf.shapes")
