@@ -186,6 +186,18 @@ def test_an_entry_larger_than_the_limit_is_not_kept(
     assert again == first and _made(made) > 0
 
 
+def test_a_cache_folder_that_cannot_be_written_leaves_the_run_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PLANNER_CACHE_DIR", str(blocker / "cache"))
+    file = _small(tmp_path)
+    first, made_first = _run(file, monkeypatch)
+    again, made_again = _run(file, monkeypatch)
+    assert again == first and _made(made_again) == _made(made_first) > 0  # nothing kept, nothing broken
+
+
 def test_entries_beyond_the_last_files_go(tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kept_estimates, "KEEP_FILES", 2)
     files = [_small(tmp_path, f"p{i}.yaml", rate=10 + i) for i in range(3)]
