@@ -123,6 +123,8 @@ def folders_digest(roots: tuple[Path, ...]) -> str:
     sources: an edit, a checkout or an install changes them (reading the files took 7-9 ms)."""
     digest = hashlib.sha256()
     for root in roots:
+        if not root.is_dir():  # a zipped install, say: no way to tell what the files are
+            raise OSError(f"{root} is not a folder")
         for folder, subfolders, files in os.walk(root):
             subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
             where = os.path.relpath(folder, root)

@@ -248,6 +248,19 @@ def test_the_digest_follows_every_file_s_name_size_and_time_but_not_byte_compile
     assert kept.folders_digest((tmp_path / "pkg",)) != before
 
 
+def test_a_package_that_is_not_a_folder_has_no_digest_and_keeps_nothing(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(OSError):
+        kept.folders_digest((tmp_path / "planner.zip",))
+    monkeypatch.setattr(kept_estimates, "code_digest", lambda: kept.folders_digest((tmp_path / "planner.zip",)))
+    file = _small(tmp_path)
+    first, _ = _run(file, monkeypatch)
+    assert _entries(folder) == []
+    again, made = _run(file, monkeypatch)
+    assert again == first and _made(made) > 0
+
+
 def test_a_memo_records_only_inside_a_recording_and_a_nested_one_adds_to_the_outer() -> None:
     memo: Memo[int] = Memo()
     memo.get(("a",), lambda: 1)

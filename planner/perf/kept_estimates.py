@@ -95,8 +95,8 @@ def load() -> None:
 
 
 def expected() -> bool:
-    """Whether the pending file has an entry (perhaps of other code: its name is not worked out,
-    which takes reading the package's files)."""
+    """Whether the pending file has an entry (perhaps of other code: the name is not worked out,
+    which takes a walk over the package's files)."""
     if _Pending.file is None:
         return False
     try:
