@@ -36,6 +36,7 @@ def whatif(
     from planner.executors import check_address
     from planner.io.overrides import grid, parse_set
     from planner.io.problem_io import load_problem
+    from planner.perf.kept_estimates import kept_for
     from planner.report.files import check_writable, write_all
     from planner.report.grid_view import print_rows, rows_csv
     from planner.whatif.scenarios import run_grid
@@ -62,9 +63,10 @@ def whatif(
         transient=True,
     ) as bar:
         task = bar.add_task("solving variants", total=total)
-        rows = run_grid(
-            loaded, parsed, time_limit, lambda: bar.advance(task), workers or os.cpu_count() or 1, executor, address
-        )
+        with kept_for(problem):  # the variants' estimates are mostly the file's own
+            rows = run_grid(
+                loaded, parsed, time_limit, lambda: bar.advance(task), workers or os.cpu_count() or 1, executor, address
+            )
     print_rows(rows, out, f"what-if: {problem}")
     outputs: dict[str | Path, str | bytes] = {}
     if csv_path:
