@@ -71,9 +71,6 @@ class Memo(Generic[T]):
     def __len__(self) -> int:
         return len(self._kept)
 
-    def __contains__(self, key: Key) -> bool:
-        return key in self._kept
-
     def get(self, key: Key, compute: Callable[[], T]) -> T:
         if self._asked is not None:
             self._asked.add(key)
