@@ -10,7 +10,7 @@ they took 0.02-0.1 s of those runs, about what reading them back takes.
 
 An entry holds, per memo, the answers the last run of the file asked: each file (by its absolute
 path) has one, named by a digest of every file of the planner's package and its catalogs (names,
-sizes and times: ``kept.code_digest``) and by the Python and pydantic versions, so an edited or
+sizes and times: ``kept.code_digest``) and by the Python, pydantic and numpy versions, so an edited or
 another planner computes afresh. A process reads it when it first estimates a service (``load``):
 the options' worker processes, forked before, each read it beside the command line's imports,
 which go on (and, with an entry, a worker then sizes the training jobs too); the command line
@@ -144,9 +144,10 @@ def _read(file: Path) -> Answers:
 
 
 def _path(file: Path) -> Path:
+    import numpy  # the load model's quantiles are numpy's sums and sorts
     import pydantic
 
-    versions = f"{FORMAT}\0{sys.version}\0{pydantic.VERSION}\0{code_digest()}"
+    versions = f"{FORMAT}\0{sys.version}\0{pydantic.VERSION}\0{numpy.__version__}\0{code_digest()}"
     key = hashlib.sha256(versions.encode()).hexdigest()[:32]
     return cache_dir() / f"{STEM}-{_file_name(file)}-{key}.pickle"
 
