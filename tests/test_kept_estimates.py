@@ -297,15 +297,21 @@ def test_the_command_line_keeps_the_estimates_and_its_second_answer_is_the_first
     assert answers[0] == answers[1]
 
 
-def test_a_what_if_grid_keeps_the_file_s_estimates_and_its_rows_stay_the_same(folder: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["grid", "scenarios"])
+def test_what_if_keeps_the_file_s_estimates_and_its_rows_stay_the_same(folder: Path, tmp_path: Path, kind: str) -> None:
     env = {**os.environ, "PLANNER_CACHE_DIR": str(folder)}
-    grid = ["--set", "finance.electricity_usd_per_kwh=0.08,0.16"]
+    scenarios = tmp_path / "scenarios.yaml"
+    scenarios.write_text("scenarios:\n  - name: cheap-power\n    set: {finance.electricity_usd_per_kwh: 0.08}\n")
+    asked = {
+        "grid": ["--set", "finance.electricity_usd_per_kwh=0.08,0.16"],
+        "scenarios": ["--scenarios", str(scenarios)],
+    }[kind]
     tables = []
     for run in range(2):
-        csv = tmp_path / f"grid-{run}.csv"
-        command = [sys.executable, "-m", "planner", "whatif", str(STARTUP), *grid, "--csv", str(csv)]
+        csv = tmp_path / f"rows-{run}.csv"
+        command = [sys.executable, "-m", "planner", "whatif", str(STARTUP), *asked, "--csv", str(csv)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         assert len(_entries(folder)) == 1
         tables.append(csv.read_text())
-    assert tables[0] == tables[1] and tables[0].count("optimal") == 2
+    assert tables[0] == tables[1] and tables[0].count("optimal") == 2  # two variants, or the base and one scenario

@@ -96,6 +96,7 @@ def _run_scenarios(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
     from planner.io.problem_io import load_problem
+    from planner.perf.kept_estimates import kept_for
     from planner.report.files import write_all
     from planner.report.grid_view import print_rows, rows_csv
     from planner.whatif.montecarlo import load_scenarios, run_scenarios
@@ -104,9 +105,10 @@ def _run_scenarios(
     loaded = load_problem(problem)
     with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), console=err, transient=True) as bar:
         task = bar.add_task("solving scenarios and draws", total=None)
-        rows, mc = run_scenarios(
-            loaded, spec, time_limit, workers or os.cpu_count() or 1, lambda: bar.advance(task), executor, address
-        )
+        with kept_for(problem):  # the scenarios' estimates are mostly the file's own
+            rows, mc = run_scenarios(
+                loaded, spec, time_limit, workers or os.cpu_count() or 1, lambda: bar.advance(task), executor, address
+            )
     print_rows(rows, out, f"scenarios: {problem}")
     if mc:
         print_rows(mc, out, "Monte Carlo: TCO of each candidate's hardware under the draws")
