@@ -50,11 +50,11 @@ class Kept:
         except OSError:  # a module's source cannot be read: no way to tell an entry is current
             return build()
         path = cache_dir() / f"{self.stem}-{key}.pickle"
-        kept = self._read(path)
+        kept = read_entry(path, self.sources)
         if isinstance(kept, kind):
             return kept
         value = build()
-        self._store(path, value)
+        store_entry(path, value, f"{self.stem}-*.pickle")  # entries built from earlier texts or code go
         return value
 
     def entry_key(self, texts: Mapping[str, str]) -> str:
@@ -67,12 +67,6 @@ class Kept:
             digest.update(f"\0{module}\0".encode())
             digest.update(module_source(module))
         return digest.hexdigest()[:32]
-
-    def _read(self, path: Path) -> object:
-        return read_entry(path, self.sources)
-
-    def _store(self, path: Path, value: object) -> None:
-        store_entry(path, value, f"{self.stem}-*.pickle")  # entries built from earlier texts or code go
 
 
 def read_entry(path: Path, sources: tuple[str, ...]) -> object:
@@ -97,6 +91,11 @@ def store_entry(path: Path, value: object, family: str, max_bytes: int | None = 
         return
     if max_bytes is None or len(data) <= max_bytes:
         replace_entry(path, data, family)
+
+
+def file_name(file: Path) -> str:
+    """A problem file's part of its entries' names (by its absolute path): one entry per file."""
+    return hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
 
 
 def forget_oldest(stem: str, keep: int) -> None:

@@ -20,19 +20,10 @@ from planner.io.problem_io import load_problem
 from planner.options.types import WorkloadOptions
 from planner.perf import disagg, inference, kept_estimates, training
 from planner.perf.memo import Memo
+from tests.test_problem_cache import SERVICE  # one service, its rate to fill in
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP = ROOT / "problems" / "startup.yaml"  # 58 (service, pool) pairs: the options' workers fork
-
-SMALL = """
-name: kept-estimates
-inference:
-  - name: chat
-    model: llama-3.1-8b
-    requests_per_s: {rate}
-    ttft_ms: 1500
-    tpot_ms: 60
-"""
 
 
 TUTOR = """
@@ -71,7 +62,7 @@ def _entries(folder: Path) -> list[Path]:
 
 def _small(tmp_path: Path, name: str = "small.yaml", rate: float = 10) -> Path:
     path = tmp_path / name
-    path.write_text(SMALL.format(rate=rate))
+    path.write_text(SERVICE.format(rate=rate))
     return path
 
 
@@ -128,7 +119,7 @@ def test_an_edited_target_is_estimated_again_and_the_rest_read_back(
     tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     file = tmp_path / "two.yaml"
-    two = SMALL.format(rate=10) + TUTOR
+    two = SERVICE.format(rate=10) + TUTOR
     file.write_text(two)
     _, made_first = _run(file, monkeypatch)
     file.write_text(two.replace("requests_per_s: 4", "requests_per_s: 5"))

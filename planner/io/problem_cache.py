@@ -11,12 +11,11 @@ beyond ``KEEP_FILES`` files, the entries written longest ago go.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planner.kept import Kept, forget_oldest
+from planner.kept import Kept, file_name, forget_oldest
 
 if TYPE_CHECKING:
     from planner.schema.problem import Problem
@@ -52,8 +51,7 @@ def validated(file: Path, data: Any) -> Problem:
         made.append(True)
         return Problem.model_validate(data)
 
-    name = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
-    problem = Kept(f"{STEM}-{name}", SOURCES).built_once({"data": repr(data)}, Problem, build)
+    problem = Kept(f"{STEM}-{file_name(file)}", SOURCES).built_once({"data": repr(data)}, Problem, build)
     if made:
         forget_oldest(STEM, KEEP_FILES)
     return problem

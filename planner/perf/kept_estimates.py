@@ -30,7 +30,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from planner.kept import code_digest, forget_oldest, read_entry, store_entry
+from planner.kept import code_digest, file_name, forget_oldest, read_entry, store_entry
 from planner.parse_cache import cache_dir
 from planner.perf.memo import Key, Memo
 
@@ -100,7 +100,7 @@ def expected() -> bool:
     if _Pending.file is None:
         return False
     try:
-        return any(cache_dir().glob(f"{STEM}-{_file_name(_Pending.file)}-*.pickle"))
+        return any(cache_dir().glob(f"{STEM}-{file_name(_Pending.file)}-*.pickle"))
     except OSError:
         return False
 
@@ -126,7 +126,7 @@ def _store(file: Path, made: Made, held: Answers) -> None:
         path = _path(file)
     except OSError:
         return
-    store_entry(path, entry, f"{STEM}-{_file_name(file)}-*.pickle", MAX_ENTRY_BYTES)
+    store_entry(path, entry, f"{STEM}-{file_name(file)}-*.pickle", MAX_ENTRY_BYTES)
     forget_oldest(STEM, KEEP_FILES)
 
 
@@ -149,8 +149,4 @@ def _path(file: Path) -> Path:
 
     versions = f"{FORMAT}\0{sys.version}\0{pydantic.VERSION}\0{numpy.__version__}\0{code_digest()}"
     key = hashlib.sha256(versions.encode()).hexdigest()[:32]
-    return cache_dir() / f"{STEM}-{_file_name(file)}-{key}.pickle"
-
-
-def _file_name(file: Path) -> str:
-    return hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
+    return cache_dir() / f"{STEM}-{file_name(file)}-{key}.pickle"

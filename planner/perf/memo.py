@@ -108,8 +108,7 @@ class Memo(Generic[T]):
     def add_record(self, asked: set[Key], made: dict[Key, T]) -> None:
         """Answers another process made (the same pure function's), kept as if made here, and its
         keys asked as if asked here."""
-        self._kept.update(made)
-        self._trim()
+        self.remember(made)
         self._note(asked, made)
 
     def _note(self, asked: set[Key], made: dict[Key, T]) -> None:
