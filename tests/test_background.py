@@ -38,15 +38,46 @@ def test_a_cancelled_background_leaves_nothing_behind() -> None:
     assert token in executors._INHERITED and workers
     job.cancel()
     assert token not in executors._INHERITED
-    # The pool's manager thread reaps the worker too: a join racing it may see the child's
-    # status taken (ECHILD) and report it alive for a moment, so each is asked until it is
-    # seen gone (a worker that truly outlived the cancel would stay: it waits for more jobs).
-    for p in workers:
-        for _ in range(50):
-            if not p.is_alive():
-                break
-            p.join(0.1)
-        assert not p.is_alive()
+    assert not [p.pid for p in workers if _running_child(p.pid)]  # ended by the time cancel returns
+
+
+def _running_child(pid: int | None) -> bool:
+    """Read from the kernel, not from the Process object: a running process forked by this one."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except FileNotFoundError:
+        return False
+    state, parent = fields[0], int(fields[1])
+    return state != "Z" and parent == os.getpid()
+
+
+def test_a_worker_whose_status_another_thread_took_has_ended() -> None:
+    """The pool's manager thread joins its workers too: when it takes the exit status first, the
+    stop must still see the worker as ended (``is_alive()`` then reads it as alive for ever)."""
+    import multiprocessing
+
+    if not FORKS:
+        return
+    process = multiprocessing.get_context("fork").Process(target=os._exit, args=(0,))
+    process.start()
+    os.waitpid(process.pid, 0)  # type: ignore[arg-type]  # the status taken behind its back
+    assert process.is_alive()  # what fooled the stop before
+    assert executors.ended(process)
+    running = multiprocessing.get_context("fork").Process(target=_sleep)
+    running.start()
+    try:
+        assert not executors.ended(running)
+    finally:
+        running.kill()
+        running.join()
+    assert executors.ended(running)
+
+
+def _sleep() -> None:
+    import time
+
+    time.sleep(30)
 
 
 def _report_collector(kept: list[list[int]], conn: object) -> None:
