@@ -91,6 +91,25 @@ def _vary(data: dict[str, object], only_types: str | None, no_jobs: bool) -> Non
         data["training"] = []
 
 
+def fleet_arguments(ap: argparse.ArgumentParser) -> None:
+    """The generated fleet and its variants, for the probes beside this benchmark."""
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--only-types", help="comma-separated GPU types: every other one is excluded")
+    ap.add_argument("--no-jobs", action="store_true", help="drop the training jobs")
+
+
+def fleet(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The fleet ``fleet_arguments`` name, generated (40 services, 15 jobs) and validated."""
+    import yaml
+    from generate import generate
+
+    from planner.io.problem_io import loads_problem
+
+    data = generate(args.seed, 40, 15)
+    _vary(data, args.only_types, args.no_jobs)
+    return loads_problem(yaml.safe_dump(data, sort_keys=False, width=120), f"large-s{args.seed}.yaml")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=7)

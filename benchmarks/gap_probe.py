@@ -25,6 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_large import fleet, fleet_arguments
+
 
 def _by_the_gpu(text: str, gpus_per_server: dict[str, int]) -> str:
     """The model (text format) with each pool's server count replaced by its GPUs
@@ -108,9 +110,7 @@ def _solve(text: str, params: str, limit: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--only-types", help="comma-separated GPU types: every other one is excluded")
-    ap.add_argument("--no-jobs", action="store_true", help="drop the training jobs")
+    fleet_arguments(ap)
     ap.add_argument("--time-limit", type=float, default=60.0, help="deterministic seconds of each probe solve")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
@@ -118,17 +118,10 @@ def main() -> None:
     import os
     import tempfile
 
-    import yaml
-    from bench_large import _vary
-    from generate import generate
-
     import planner.optimize.solve as solve_module
-    from planner.io.problem_io import loads_problem
     from planner.pipeline import plan_context, prepare
 
-    data = generate(args.seed, 40, 15)
-    _vary(data, args.only_types, args.no_jobs)
-    loaded = loads_problem(yaml.safe_dump(data, sort_keys=False, width=120), f"large-s{args.seed}.yaml")
+    loaded = fleet(args)
     kept: dict[str, object] = {}
     search = solve_module._search
 

@@ -16,30 +16,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_large import fleet, fleet_arguments
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--only-types", help="comma-separated GPU types: every other one is excluded")
-    ap.add_argument("--no-jobs", action="store_true", help="drop the training jobs")
+    fleet_arguments(ap)
     ap.add_argument("--margin", type=float, default=194_000.0, help="dollars above each service's floor")
     ap.add_argument("--seconds", type=float, default=20.0, help="wall seconds per service's enumeration")
     ap.add_argument("--cap", type=int, default=5000, help="at most so many mixes per service")
     args = ap.parse_args()
 
-    import yaml
-    from bench_large import _vary
-    from generate import generate
     from ortools.sat.python import cp_model
 
-    from planner.io.problem_io import loads_problem
     from planner.optimize.floors import alone_model
     from planner.optimize.model import build
     from planner.pipeline import prepare
 
-    data = generate(args.seed, 40, 15)
-    _vary(data, args.only_types, args.no_jobs)
-    loaded = loads_problem(yaml.safe_dump(data, sort_keys=False, width=120), f"large-s{args.seed}.yaml")
+    loaded = fleet(args)
     ctx = prepare(loaded)
     built = build(ctx.problem, ctx.catalog, ctx.workloads)
 
