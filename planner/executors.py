@@ -266,9 +266,7 @@ def ended(process: BaseProcess) -> bool:
         return True
     try:
         os.kill(process.pid, 0)
-    except ProcessLookupError:  # reaped: gone
-        return True
-    except PermissionError:  # the pid is another user's process now: ours has gone
+    except (ProcessLookupError, PermissionError):  # reaped, or its pid another user's process now
         return True
     return False
 
