@@ -67,3 +67,28 @@ def test_a_server_count_outside_a_linear_row_is_refused(tmp_path: Path) -> None:
         assert "lin_max" in str(exc)
     else:
         raise AssertionError("a lin_max over a server count was relaxed")
+
+
+def test_the_parts_split_the_plan_at_its_floors(tmp_path: Path) -> None:
+    """A plan of $1,000 of services (floor $900), $300 of jobs (floor $250) and a $50 rack: the
+    parts are those, and the rest is what neither floor's row holds."""
+    model = cp_model.CpModel()
+    services = model.new_int_var(0, 2000, "replicas[svc#0@0]")
+    jobs = model.new_int_var(0, 2000, "free_gpus[p]")
+    rack = model.new_int_var(0, 2, "racks[p]")
+    model.add(services >= 900).with_name("services:type_set_floor")
+    model.add(jobs >= 250).with_name("jobs:floor")
+    model.minimize(services + jobs + 50 * rack)
+    model.add_hint(services, 1000)
+    model.add_hint(jobs, 300)
+    model.add_hint(rack, 1)
+    text = _text(model, tmp_path)
+    assert _probe._parts(text) == {
+        "services:type_set_floor": (1000, 900),
+        "jobs:floor": (300, 250),
+        "the rest": (50, 0),
+    }
+    fixed = cp_model.CpModel()
+    fixed.proto.parse_text_format(_probe._fixed(text, {"replicas[svc#0@0]": 950}))
+    assert list(fixed.proto.variables[0].domain) == [950, 950] and not fixed.proto.solution_hint.vars
+    assert _optimum(_probe._fixed(text, {"replicas[svc#0@0]": 950})) == 950 + 250
