@@ -110,6 +110,7 @@ class Built:
     gpu_share_usd: dict[PoolKey, int] = field(default_factory=dict)  # a GPU's share of its server and rack
     gpu_type_used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # owned: some server of it
     gpu_type_charge_usd: int = 0  # what each owned type costs over the horizon (its flag's TCO term)
+    switch_usd: dict[str, int] = field(default_factory=dict)  # per fabric: a leaf or spine's TCO term
     gpu_vendor: dict[str, str] = field(default_factory=dict)  # each owned GPU type's vendor
     type_set: TypeSet | None = None  # the types of the services' joint floor, when solved
     simplicity_tolerance: float = 0.0  # share of the least TCO the tie-breaks may pay for fewer types

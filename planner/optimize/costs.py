@@ -62,7 +62,8 @@ def objective(b: Built, problem: Problem, catalog: Catalog, rates: Rates) -> Exp
     for f in b.fabrics.values():
         fab = f.fabric
         assert fab.switch_price and fab.cable_price
-        tco += unit(fab.switch_price.usd, fab.switch_power_w, "network") * (f.leaves + f.spines)
+        b.switch_usd[fab.id] = unit(fab.switch_price.usd, fab.switch_power_w, "network")
+        tco += b.switch_usd[fab.id] * (f.leaves + f.spines)
         tco += unit(fab.cable_price.usd, 0, "network") * (f.ports + f.uplinks)
     tco += unit(catalog.rack.price.usd, 0, "rack") * b.paid_racks  # the site's own racks are free
     fe, st = catalog.frontend, catalog.storage

@@ -39,6 +39,7 @@ from planner.schema.problem import Problem
 JOB_FLOOR_DET_S = 2.0  # seed 7's 15 jobs: proven in 0.6; a bound found short of the proof still counts
 
 _FLOORS: Memo[int | None] = Memo(1_000)
+_FABRIC_FLOORS: Memo[int | None] = Memo(1_000)
 
 
 def add_job_floor(b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates) -> None:
@@ -51,6 +52,48 @@ def add_job_floor(b: Built, problem: Problem, catalog: Catalog, workloads: list[
     if bound is None or bound <= 0:
         return
     b.model.add(_cost(b, problem, rates, set(pools)) >= bound).with_name("jobs:floor")
+    _add_fabric_floor(b, problem, catalog, workloads, rates, pools, key, bound)
+
+
+def _add_fabric_floor(
+    b: Built,
+    problem: Problem,
+    catalog: Catalog,
+    workloads: list[WorkloadOptions],
+    rates: Rates,
+    pools: list[PoolKey],
+    key: tuple[object, ...],
+    bound: int,
+) -> None:
+    """The cut ``jobs:fabric_floor``: the jobs' part and the leaves of the fabrics they may use,
+
+        jobs' part + sum over those fabrics (a switch's TCO x leaves) >= F
+
+    with ``F`` the jobs alone paying a leaf for each fabric their options use (``_cabled``). The
+    jobs' floor pays for their GPUs only, and the LP's leaf cut (``fleet_cuts.add_job_fabric_cuts``)
+    lets the jobs' GPUs sit on one fabric's pools and their leaf on a cheaper fabric: on bench_large
+    seeds 11 and 13 the jobs alone take a roce-400g pool whose $44.6k leaf serves them only. Holds in
+    every plan: an owned option on a pool cabled to a fabric puts a NIC port there, and the fabric then
+    has a leaf (as for the leaf cut). It changes no optimum."""
+    fabrics = sorted({f for xs in b.train.values() for o, _ in xs if (f := _cabled(b, o)) is not None})
+    if not fabrics:
+        return
+    prices = tuple((f, b.switch_usd[f]) for f in fabrics)
+    found = _FABRIC_FLOORS.get(
+        (key, prices), lambda: _least(_with_fabrics(_jobs_alone(b, problem, catalog, workloads, rates), b, prices))
+    )
+    if found is None or found <= bound:
+        return
+    leaves: Expr = sum(price * b.fabrics[f].leaves for f, price in prices)
+    b.model.add(_cost(b, problem, rates, set(pools)) + leaves >= found).with_name("jobs:fabric_floor")
+
+
+def _cabled(b: Built, o: TrainingOption) -> str | None:
+    """The fabric an owned option's pool is cabled to (None: rented, or a pool with no NIC on one)."""
+    pool = b.pools.get(o.pool)
+    if o.rent_usd_per_gpu_hour is None and pool is not None and pool.spec.nics_per_server >= 1:
+        return o.pool.fabric if o.pool.fabric in b.fabrics else None
+    return None
 
 
 def _key(b: Built, problem: Problem, rates: Rates, pools: list[PoolKey]) -> tuple[object, ...]:
@@ -106,7 +149,30 @@ def _jobs_alone(
     return m
 
 
+def _with_fabrics(m: cp_model.CpModel, b: Built, prices: tuple[tuple[str, int], ...]) -> cp_model.CpModel:
+    """The jobs alone (``m``, as ``_jobs_alone`` made it from ``b``), paying a leaf for each fabric
+    their chosen options are cabled to."""
+    by_name = {v.name: i for i, v in enumerate(m.proto.variables)}
+    extra: Expr = 0
+    for fid, price in prices:
+        used = m.new_bool_var(f"fabric_used[{fid}]")
+        for xs in b.train.values():
+            on = [m.get_bool_var_from_proto_index(by_name[x.name]) for o, x in xs if _cabled(b, o) == fid]
+            if on:
+                m.add(sum(on) <= used)
+        extra += price * used
+    objective = m.proto.objective
+    terms = [(m.get_int_var_from_proto_index(v), c) for v, c in zip(objective.vars, objective.coeffs, strict=True)]
+    m.minimize(sum(c * v for v, c in terms) + int(objective.offset) + extra)
+    return m
+
+
 def _solve(alone: cp_model.CpModel) -> int | None:
+    """The jobs' floor's solve (``_least``), apart so that a test can count it."""
+    return _least(alone)
+
+
+def _least(alone: cp_model.CpModel) -> int | None:
     """The proven bound (as a service's floor is solved), or None when nothing was found."""
     # level 1: the jobs' bound within the limit is higher there (bench_large seed 13: $1.18M, $1.08M at 2)
     found = solved_alone(alone, [], JOB_FLOOR_DET_S, linearization_level=1)
