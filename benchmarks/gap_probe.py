@@ -99,7 +99,8 @@ def _variables(message: Any) -> list[int]:
     return found
 
 
-def _solve(text: str, params: str, limit: float) -> str:
+def _solved(text: str, params: str, limit: float) -> tuple[Any, Any, int]:
+    """The model (text format) solved with those settings at that limit: (model, solver, status)."""
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
@@ -107,8 +108,12 @@ def _solve(text: str, params: str, limit: float) -> str:
     solver = cp_model.CpSolver()
     solver.parameters.parse_text_format(params)
     solver.parameters.max_deterministic_time = limit
+    return model, solver, solver.solve(model)
+
+
+def _solve(text: str, params: str, limit: float) -> str:
     t0 = time.perf_counter()
-    code = solver.solve(model)
+    _, solver, code = _solved(text, params, limit)
     obj, bound = solver.objective_value, solver.best_objective_bound
     gap = (obj - bound) / obj if obj else float("nan")
     return (
@@ -153,12 +158,7 @@ def _fixed(text: str, replicas: dict[str, int]) -> str:
 def _solved_values(text: str, params: str, limit: float) -> tuple[str, dict[int, int]]:
     from ortools.sat.python import cp_model
 
-    model = cp_model.CpModel()
-    model.proto.parse_text_format(text)
-    solver = cp_model.CpSolver()
-    solver.parameters.parse_text_format(params)
-    solver.parameters.max_deterministic_time = limit
-    code = solver.solve(model)
+    model, solver, code = _solved(text, params, limit)
     found = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     values = {i: int(solver.value(model.get_int_var_from_proto_index(i))) for i in range(len(model.proto.variables))}
     status = f"{solver.status_name(code).lower()} plan ${solver.objective_value:,.0f}" if found else "no plan"

@@ -120,7 +120,7 @@ def test_the_fabric_floor_is_at_most_what_the_jobs_and_their_leaves_cost_in_the_
     assert not [c for c in plain.model.proto.constraints if c.name.startswith("jobs:") and "floor" in c.name]
     rates = Rates.of(ctx.problem)
     pools = {o.pool for xs in plain.train.values() for o, _ in xs if o.rent_usd_per_gpu_hour is None}
-    fabrics = {f for xs in plain.train.values() for o, _ in xs if (f := job_floor._cabled(plain, o)) is not None}
+    fabrics = {f for xs in plain.train.values() for o, _ in xs if (f := job_floor.cabled(plain, o)) is not None}
     m = plain.model.clone()
     leaves = sum(plain.switch_usd[f] * plain.fabrics[f].leaves for f in sorted(fabrics))
     m.minimize(job_floor._cost(plain, ctx.problem, rates, pools) + leaves)

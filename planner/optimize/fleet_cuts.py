@@ -9,7 +9,7 @@ from ortools.sat.python import cp_model
 from planner.catalog import Catalog
 from planner.finance import Rates
 from planner.optimize.built import Built
-from planner.optimize.job_floor import add_job_floor
+from planner.optimize.job_floor import add_job_floor, cabled
 from planner.optimize.type_floors import add_closing_cuts
 from planner.optimize.type_set_floor import add_type_set_floor
 from planner.options.types import WorkloadOptions
@@ -50,9 +50,7 @@ def add_job_fabric_cuts(b: Built) -> None:
     for name, xs in sorted(b.train.items()):
         on: dict[str, list[cp_model.IntVar]] = {}
         for o, x in xs:
-            pool = b.pools.get(o.pool)
-            cabled = pool is not None and pool.spec.nics_per_server >= 1 and o.pool.fabric in b.fabrics
-            if o.rent_usd_per_gpu_hour is None and cabled:
-                on.setdefault(o.pool.fabric, []).append(x)
+            if (fid := cabled(b, o)) is not None:
+                on.setdefault(fid, []).append(x)
         for fid, chosen in sorted(on.items()):
             b.model.add(sum(chosen) <= b.fabrics[fid].leaves).with_name(f"job:{name}:leaf:{fid}")

@@ -51,8 +51,9 @@ def add_job_floor(b: Built, problem: Problem, catalog: Catalog, workloads: list[
     bound = _FLOORS.get(key, lambda: _solve(_jobs_alone(b, problem, catalog, workloads, rates)))
     if bound is None or bound <= 0:
         return
-    b.model.add(_cost(b, problem, rates, set(pools)) >= bound).with_name("jobs:floor")
-    _add_fabric_floor(b, problem, catalog, workloads, rates, pools, key, bound)
+    cost = _cost(b, problem, rates, set(pools))
+    b.model.add(cost >= bound).with_name("jobs:floor")
+    _add_fabric_floor(b, problem, catalog, workloads, rates, cost, key, bound)
 
 
 def _add_fabric_floor(
@@ -61,7 +62,7 @@ def _add_fabric_floor(
     catalog: Catalog,
     workloads: list[WorkloadOptions],
     rates: Rates,
-    pools: list[PoolKey],
+    cost: Expr,
     key: tuple[object, ...],
     bound: int,
 ) -> None:
@@ -69,26 +70,26 @@ def _add_fabric_floor(
 
         jobs' part + sum over those fabrics (a switch's TCO x leaves) >= F
 
-    with ``F`` the jobs alone paying a leaf for each fabric their options use (``_cabled``). The
+    with ``F`` the jobs alone paying a leaf for each fabric their options use (``cabled``). The
     jobs' floor pays for their GPUs only, and the LP's leaf cut (``fleet_cuts.add_job_fabric_cuts``)
     lets the jobs' GPUs sit on one fabric's pools and their leaf on a cheaper fabric: on bench_large
     seeds 11 and 13 the jobs alone take a roce-400g pool whose $44.6k leaf serves them only. Holds in
     every plan: an owned option on a pool cabled to a fabric puts a NIC port there, and the fabric then
     has a leaf (as for the leaf cut). It changes no optimum."""
-    fabrics = sorted({f for xs in b.train.values() for o, _ in xs if (f := _cabled(b, o)) is not None})
+    fabrics = sorted({f for xs in b.train.values() for o, _ in xs if (f := cabled(b, o)) is not None})
     if not fabrics:
         return
     prices = tuple((f, b.switch_usd[f]) for f in fabrics)
     found = _FABRIC_FLOORS.get(
-        (key, prices), lambda: _least(_with_fabrics(_jobs_alone(b, problem, catalog, workloads, rates), b, prices))
+        (key, prices), lambda: _least(_jobs_alone(b, problem, catalog, workloads, rates, prices))
     )
     if found is None or found <= bound:
         return
     leaves: Expr = sum(price * b.fabrics[f].leaves for f, price in prices)
-    b.model.add(_cost(b, problem, rates, set(pools)) + leaves >= found).with_name("jobs:fabric_floor")
+    b.model.add(cost + leaves >= found).with_name("jobs:fabric_floor")
 
 
-def _cabled(b: Built, o: TrainingOption) -> str | None:
+def cabled(b: Built, o: TrainingOption) -> str | None:
     """The fabric an owned option's pool is cabled to (None: rented, or a pool with no NIC on one)."""
     pool = b.pools.get(o.pool)
     if o.rent_usd_per_gpu_hour is None and pool is not None and pool.spec.nics_per_server >= 1:
@@ -128,9 +129,15 @@ def _cost(b: Built, problem: Problem, rates: Rates, pools: set[PoolKey]) -> Expr
 
 
 def _jobs_alone(
-    b: Built, problem: Problem, catalog: Catalog, workloads: list[WorkloadOptions], rates: Rates
+    b: Built,
+    problem: Problem,
+    catalog: Catalog,
+    workloads: list[WorkloadOptions],
+    rates: Rates,
+    leaves: tuple[tuple[str, int], ...] = (),
 ) -> cp_model.CpModel:
-    """The jobs and their pools' free GPUs, as in ``b`` but with no service."""
+    """The jobs and their pools' free GPUs, as in ``b`` but with no service; with ``leaves``
+    (fabric, a leaf's price), paying a leaf for each of those fabrics their options are cabled to."""
     alone = Built(cp_model.CpModel(), gpu_share_usd=b.gpu_share_usd)
     # a relaxed deadline (a diagnosis) binds nothing here either; job_windows reads it from the slacks
     alone.slacks = {name: slack for name, slack in b.slacks.items() if name.startswith("job:")}
@@ -145,25 +152,14 @@ def _jobs_alone(
         free = m.new_int_var(0, upper(b.free_gpus[key]), f"free_gpus[{key.label()}]")
         alone.free_gpus[key] = free
         share(m, free, items, waits, key.label())
-    m.minimize(_cost(alone, problem, rates, set(alone.free_gpus)))
-    return m
-
-
-def _with_fabrics(m: cp_model.CpModel, b: Built, prices: tuple[tuple[str, int], ...]) -> cp_model.CpModel:
-    """The jobs alone (``m``, as ``_jobs_alone`` made it from ``b``), paying a leaf for each fabric
-    their chosen options are cabled to."""
-    by_name = {v.name: i for i, v in enumerate(m.proto.variables)}
-    extra: Expr = 0
-    for fid, price in prices:
+    cost = _cost(alone, problem, rates, set(alone.free_gpus))
+    for fid, price in leaves:
         used = m.new_bool_var(f"fabric_used[{fid}]")
-        for xs in b.train.values():
-            on = [m.get_bool_var_from_proto_index(by_name[x.name]) for o, x in xs if _cabled(b, o) == fid]
-            if on:
+        for xs in alone.train.values():
+            if on := [x for o, x in xs if cabled(b, o) == fid]:
                 m.add(sum(on) <= used)
-        extra += price * used
-    objective = m.proto.objective
-    terms = [(m.get_int_var_from_proto_index(v), c) for v, c in zip(objective.vars, objective.coeffs, strict=True)]
-    m.minimize(sum(c * v for v, c in terms) + int(objective.offset) + extra)
+        cost += price * used
+    m.minimize(cost)
     return m
 
 
