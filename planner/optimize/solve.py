@@ -58,6 +58,11 @@ CUT_LEVEL = 0
 # on seed 7 run beside seed 13. The price: seed 13's gap at 60 det. s went 1.46% -> 1.63% (bisected
 # to this setting alone, stops 43-44); seed 7 1.49% -> 1.35%.
 SHARE_OBJECTIVE_BOUNDS = False
+# Learnt clauses (binary and glue) shared between interleaved workers depend on the load too: the
+# saved last phase of bench_large seed 11 (20 det. s, the planner's settings) ended with its bound at
+# $14,432,348 alone and $14,454,033 with a second copy beside it; with clause sharing off, $14,432,354
+# both ways (benchmarks/README.md, stop 55).
+SHARE_CLAUSES = False
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
 
@@ -271,6 +276,8 @@ def _run(
     p.interleave_search = workers > 1
     if workers > 1:
         p.share_objective_bounds = SHARE_OBJECTIVE_BOUNDS
+        p.share_binary_clauses = SHARE_CLAUSES
+        p.share_glue_clauses = SHARE_CLAUSES
     p.random_seed = 0
     # Measured on problems/ and the large benchmark: the stronger LP (level 2) closes
     # gaps on many-service problems far sooner; lighter probing saves presolve time.
