@@ -39,7 +39,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ class Relaxation:
     scale: float
     names: list[str]
     offset_usd: float
-    objective_terms: list[tuple[int, int]] = field(default_factory=list)
+    objective_terms: list[tuple[int, int]]
 
     def solve(self) -> float | None:
         from ortools.linear_solver import pywraplp
@@ -131,25 +131,17 @@ def proto_of(model: Any) -> Any:
 
 
 def add_whole_cuts(lp: Relaxation, b: Any) -> int:
-    """``--whole-cuts`` on the LP: a replica on a pool buys a rack, its type and its fabric's leaf."""
+    """``--whole-cuts`` on the LP: a replica kind ``r`` (at most ``U``) on a pool makes each of
+    ``_needs`` at least ``r / U``."""
     from planner.optimize.built import upper
 
     count = 0
     for f in b.floors.values():
         for o, r in f.reps:
-            pool, top = b.pools.get(o.pool), upper(r)
-            if pool is None or top <= 0 or o.rent_usd_per_gpu_hour is not None:
-                continue
-            targets = []
-            if pool.fit_per_rack:
-                targets.append(pool.racks)
-            if o.pool.gpu in b.gpu_type_used:
-                targets.append(b.gpu_type_used[o.pool.gpu])
-            if pool.spec.nics_per_server >= 1 and o.pool.fabric in b.fabrics:
-                targets.append(b.fabrics[o.pool.fabric].leaves)
-            for t in targets:
+            top = upper(r)
+            for var in _needs(b, o) if top > 0 else []:
                 row = lp.solver.Constraint(0.0, lp.solver.infinity())
-                row.SetCoefficient(lp.columns[t.index], float(top))
+                row.SetCoefficient(lp.columns[var], float(top))
                 row.SetCoefficient(lp.columns[r.index], -1.0)
                 count += 1
     return count
@@ -157,15 +149,18 @@ def add_whole_cuts(lp: Relaxation, b: Any) -> int:
 
 def _needs(b: Any, o: Any) -> list[int]:
     """The variables (indices) a replica of option ``o`` makes at least 1: its pool's racks, its
-    GPU type's flag, and the leaves of the fabric its pool is cabled to."""
+    GPU type's flag, and the leaves of the fabric its pool is cabled to (``job_floor.cabled``)."""
+    from planner.optimize.job_floor import cabled
+    from planner.optimize.type_floors import owned_type
+
     pool = b.pools.get(o.pool)
     if pool is None or o.rent_usd_per_gpu_hour is not None:
         return []
     out = [pool.racks.index] if pool.fit_per_rack else []
-    if o.pool.gpu in b.gpu_type_used:
+    if owned_type(b, o):
         out.append(b.gpu_type_used[o.pool.gpu].index)
-    if pool.spec.nics_per_server >= 1 and o.pool.fabric in b.fabrics:
-        out.append(b.fabrics[o.pool.fabric].leaves.index)
+    if (fid := cabled(b, o)) is not None:
+        out.append(b.fabrics[fid].leaves.index)
     return out
 
 

@@ -32,7 +32,7 @@ from planner.optimize.costs import rent_pv_usd
 from planner.optimize.floors import solved_alone
 from planner.optimize.jobs import job_items, training
 from planner.optimize.time_sharing import ancestors, share
-from planner.options.types import TrainingOption, WorkloadOptions
+from planner.options.types import InferenceOption, TrainingOption, WorkloadOptions
 from planner.perf.memo import Memo
 from planner.schema.problem import Problem
 
@@ -89,7 +89,7 @@ def _add_fabric_floor(
     b.model.add(cost + leaves >= found).with_name("jobs:fabric_floor")
 
 
-def cabled(b: Built, o: TrainingOption) -> str | None:
+def cabled(b: Built, o: InferenceOption | TrainingOption) -> str | None:
     """The fabric an owned option's pool is cabled to (None: rented, or a pool with no NIC on one)."""
     pool = b.pools.get(o.pool)
     if o.rent_usd_per_gpu_hour is None and pool is not None and pool.spec.nics_per_server >= 1:
