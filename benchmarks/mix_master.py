@@ -35,9 +35,7 @@ a rack, its type and a leaf), and prints the LP again.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,14 +118,11 @@ def relaxation(proto: Any) -> Relaxation:
 
 
 def proto_of(model: Any) -> Any:
-    """A built model's proto as a ``cp_model_pb2`` message (the builder's is not one)."""
+    """A built model's proto as a ``cp_model_pb2`` message (the builder's is not one; its text is)."""
     from google.protobuf import text_format
     from ortools.sat import cp_model_pb2
 
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "model.pb.txt")
-        model.export_to_file(path)
-        return text_format.Parse(Path(path).read_text(), cp_model_pb2.CpModelProto())
+    return text_format.Parse(str(model.proto), cp_model_pb2.CpModelProto())
 
 
 def add_whole_cuts(lp: Relaxation, b: Any) -> int:
